@@ -1,0 +1,145 @@
+"""Command line: ``python -m initlib {sweep,status,plan,export,import,worker} ...``."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import store
+from .config import ConfigError
+from .data import DataNotFoundError
+
+
+def _common(p, profile=True):
+    p.add_argument("params", nargs="*", help="params/<name>.yaml files")
+    if profile:
+        p.add_argument("--profile", default="smoke", help="smoke | cpu | paper (default: smoke)")
+    p.add_argument("--store", default=None, help="run store (default: $INITLIB_STORE or runs/)")
+    p.add_argument("--data-dir", default=None,
+                   help="folder with cifar10.npz or cifar-10-batches-py (default: $INITLIB_DATA_DIR or data/)")
+
+
+def build_parser():
+    ap = argparse.ArgumentParser(prog="python -m initlib", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("sweep", help="train every missing run of the params files")
+    _common(p)
+    p.add_argument("--download", action="store_true", help="let torchvision download CIFAR-10")
+    p.add_argument("--device", default=None, help="auto | cpu | cuda | cuda:N (default: auto)")
+    p.add_argument("--compile", action="store_true", default=None, help="torch.compile the model")
+    p.add_argument("--workers", type=int, default=1, help="concurrent worker processes (CPU)")
+    p.add_argument("--runs-per-gpu", type=int, default=None, help="concurrent runs on each visible GPU")
+    p.add_argument("--executor", default="local", choices=["local", "slurm", "submitit-local", "debug"])
+    p.add_argument("--runs-per-task", type=int, default=1, help="runs per Slurm array task")
+    p.add_argument("--partition", default=None)
+    p.add_argument("--time-min", type=int, default=600, help="Slurm time limit per task, minutes")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs per Slurm task")
+    p.add_argument("--cpus", type=int, default=8, help="CPUs per Slurm task")
+    p.add_argument("--array-parallelism", type=int, default=64)
+
+    p = sub.add_parser("status", help="what is done and missing")
+    _common(p)
+
+    p = sub.add_parser("plan", help="runs, epochs, FLOPs and GPU-hours before you spend them")
+    _common(p)
+    p.add_argument("--gpu", default="h200", help="h200 | h100 | a100: assumed throughput")
+    p.add_argument("--images-per-s", type=float, default=None, help="measured training images/s")
+    p.add_argument("--measure", action="store_true", help="time real steps on this machine")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--gpus", type=int, default=1, help="GPUs available, for the wall-clock column")
+
+    p = sub.add_parser("export", help="copy finished runs (no checkpoints) to a results folder")
+    _common(p)
+    p.add_argument("--out", required=True)
+
+    p = sub.add_parser("import", help="copy exported runs into the store")
+    p.add_argument("src")
+    p.add_argument("--store", default=None)
+
+    p = sub.add_parser("worker", help=argparse.SUPPRESS)
+    p.add_argument("--queue", required=True)
+    p.add_argument("--store", required=True)
+    p.add_argument("--data-dir", default=None)
+    return ap
+
+
+def _sweeps(args, overrides=None):
+    from .sweep import load_params
+    if not args.params:
+        raise ConfigError("name at least one params file, e.g. params/example.yaml")
+    return [load_params(p, args.profile, overrides) for p in args.params]
+
+
+def cmd_sweep(args):
+    from .sweep import execution_overrides, run_sweep
+    if args.download:
+        os.environ["INITLIB_DOWNLOAD"] = "1"
+    sweeps = _sweeps(args, execution_overrides(args.device, args.compile))  # validates all first
+    slurm = {"partition": args.partition, "time_min": args.time_min, "gpus": args.gpus,
+             "cpus": args.cpus, "array_parallelism": args.array_parallelism}
+    for sw in sweeps:
+        configs = sw.all_configs()
+        df = run_sweep(configs, args.store, args.data_dir, workers=args.workers,
+                       runs_per_gpu=args.runs_per_gpu, executor=args.executor, slurm=slurm,
+                       runs_per_task=args.runs_per_task, desc=sw.path.stem)
+        print(f"{sw.path}: {len(df)}/{len(configs)} runs done in {store.resolve_store(args.store)}")
+
+
+def cmd_status(args):
+    from collections import Counter
+    for sw in _sweeps(args):
+        states = Counter(store.run_state(store.run_dir(args.store, c)) for c in sw.all_configs())
+        total = sum(states.values())
+        parts = ", ".join(f"{states[s]} {s}" for s in ("done", "running", "partial", "missing") if states[s])
+        print(f"{sw.path} [{args.profile}]: {total} runs: {parts or 'none'}")
+
+
+def cmd_plan(args):
+    from .sweep import format_plan, measure_images_per_s, plan
+    sweeps = _sweeps(args)
+    measured = None
+    if args.measure:
+        measured = {}
+        for sw in sweeps:
+            for c in sw.configs:
+                key = (c["arch"], c["width"])
+                if key not in measured:
+                    measured[key] = measure_images_per_s(c["arch"], c["width"], c["batch_size"], args.device)
+                    print(f"measured {key[0]} width {key[1]}: {measured[key]:,.0f} train img/s", file=sys.stderr)
+    df = plan(sweeps, gpu=args.gpu, images_per_s=args.images_per_s, gpus=args.gpus, measured=measured)
+    how = ("measured on this machine" if measured else f"{args.images_per_s:,.0f} img/s as given"
+           if args.images_per_s else f"assumed {args.gpu.upper()} throughput (not measured)")
+    print(f"plan for profile '{args.profile}' ({how}):")
+    print(format_plan(df))
+
+
+def cmd_export(args):
+    n = sum(store.export_runs(args.store, sw.all_configs(), args.out) for sw in _sweeps(args))
+    print(f"exported {n} runs to {args.out}")
+
+
+def cmd_import(args):
+    n = store.import_runs(args.src, args.store)
+    print(f"imported {n} runs into {store.resolve_store(args.store)}")
+
+
+def cmd_worker(args):
+    import torch
+    from .sweep import work_through
+    if os.environ.get("INITLIB_THREADS"):
+        torch.set_num_threads(int(os.environ["INITLIB_THREADS"]))
+    configs = json.loads(Path(args.queue).read_text())
+    failed = work_through(configs, args.store, args.data_dir)
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return globals()[f"cmd_{args.cmd}"](args) or 0
+    except (ConfigError, DataNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,173 @@
+"""The training loop: one run of one config, recording what the paper measures per epoch.
+
+Per epoch it records train loss and accuracy (an eval-mode pass over the whole training split,
+so that ``tau_interp`` is honest), validation and test loss and accuracy, the Frobenius norm
+of all kernels together (``weight_norm``) and per layer (``norm/<layer>``), the learning rate,
+and the cumulative clocks ``T_SGD``, ``T_L2``, ``T_adapt``. Epoch 0 is the initialization.
+
+GPU-first, CPU-correct: data and augmentation stay on the device, metrics are accumulated on
+the device and read once per epoch (no per-step host sync), channels_last, optional bf16
+autocast (``precision: bf16``) and ``torch.compile`` (``compile: true``). A non-finite loss
+ends the run as ``diverged`` (recorded, not raised). With a ``run_dir``, a checkpoint is
+written atomically every ``checkpoint_every`` epochs and a killed run resumes from it to the
+same metrics it would have given uninterrupted (shuffling and augmentation are seeded per
+epoch, so nothing else needs restoring).
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from . import store
+from .clocks import cumulative_clocks
+from .config import resolve
+from .data import augment_params, epoch_order, load_cifar10, random_crop_flip
+from .metrics import summarize
+from .models import build_model, kernels
+from .optim import build_optimizer, lr_factors, set_lr_factor
+
+EVAL_BATCH = 1000
+_DATA_CACHE: dict = {}
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device {name!r} asked for, but no CUDA device is visible")
+    return torch.device(name)
+
+
+def get_data(cfg, device, data_dir=None):
+    key = (str(data_dir), cfg["n_train"], cfg["n_val"], cfg["n_test"], cfg["split_seed"], str(device))
+    if key not in _DATA_CACHE:
+        _DATA_CACHE.clear()  # one data set on the device at a time
+        _DATA_CACHE[key] = load_cifar10(data_dir, n_train=cfg["n_train"], n_val=cfg["n_val"],
+                                        n_test=cfg["n_test"], split_seed=cfg["split_seed"],
+                                        device=device)
+    return _DATA_CACHE[key]
+
+
+@torch.no_grad()
+def evaluate(model, split, data, autocast) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean loss, accuracy) of ``model`` in eval mode over a split, as device tensors."""
+    model.eval()
+    loss_sum = torch.zeros((), device=split.y.device, dtype=torch.float64)
+    correct = torch.zeros((), device=split.y.device, dtype=torch.long)
+    for i in range(0, len(split), EVAL_BATCH):
+        x, y = data.normalize(split.x[i:i + EVAL_BATCH]), split.y[i:i + EVAL_BATCH]
+        with autocast():
+            out = model(x)
+        loss_sum += F.cross_entropy(out.float(), y, reduction="sum").double()
+        correct += (out.argmax(1) == y).sum()
+    return loss_sum / len(split), correct.double() / len(split)
+
+
+@torch.no_grad()
+def kernel_norms(model) -> dict[str, torch.Tensor]:
+    return {name: w.detach().float().norm() for name, w in kernels(model).items()}
+
+
+def _maybe_compile(model, enabled: bool, device):
+    if not enabled:
+        return model
+    try:
+        compiled = torch.compile(model)
+        compiled(torch.zeros(2, 3, 32, 32, device=device).contiguous(memory_format=torch.channels_last))
+        return compiled
+    except Exception as e:  # noqa: BLE001 - any backend failure falls back to eager
+        warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); training eagerly instead")
+        return model
+
+
+def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=None):
+    """Train one run. Returns (per-epoch DataFrame, summary dict).
+
+    ``on_epoch(epoch, row)`` is called after each epoch is recorded (and checkpointed);
+    tests use it to simulate a kill.
+    """
+    cfg = resolve(cfg)
+    device = pick_device(cfg["device"])
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+    data = get_data(cfg, device, data_dir)
+    model = build_model(cfg["arch"], width=cfg["width"], sigma_w=cfg["sigma_w"], seed=cfg["seed"])
+    model = model.to(device).to(memory_format=torch.channels_last)
+    opt = build_optimizer(cfg["optimizer"], model, **cfg)
+    n, b = len(data.train), cfg["batch_size"]
+    steps_per_epoch = math.ceil(n / b)
+    factors = lr_factors(cfg["schedule"], steps_per_epoch * cfg["epochs"],
+                         round(cfg["warmup_epochs"] * steps_per_epoch),
+                         cfg["step_milestones"], cfg["step_gamma"])
+    clocks = cumulative_clocks(cfg["lr"] * factors, b, cfg["l2"], steps_per_epoch)
+    use_bf16 = cfg["precision"] == "bf16"
+    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_bf16)  # noqa: E731
+    fmodel = _maybe_compile(model, cfg["compile"], device)
+
+    def record(epoch, train_loss_running, t0):
+        evals = {s: evaluate(fmodel, getattr(data, s), data, autocast) for s in ("train", "val", "test")}
+        norms = kernel_norms(model)
+        vec = torch.stack([*(v for pair in evals.values() for v in pair), train_loss_running,
+                           *norms.values()]).double().tolist()  # the one host sync of the epoch
+        row = {"epoch": epoch}
+        for i, s in enumerate(evals):
+            row[f"{s}_loss"], row[f"{s}_acc"] = vec[2 * i], vec[2 * i + 1]
+        row["train_loss_running"] = vec[6]
+        layer = vec[7:]
+        row["weight_norm"] = math.sqrt(sum(v * v for v in layer))
+        row["lr"] = cfg["lr"] * factors[epoch * steps_per_epoch - 1] if epoch else cfg["lr"] * factors[0]
+        for k in clocks:
+            row[k] = float(clocks[k][epoch - 1]) if epoch else 0.0
+        row.update({f"norm/{name}": v for name, v in zip(norms, layer)})
+        row["wall_s"] = time.perf_counter() - t0
+        return row
+
+    ckpt = store.load_checkpoint(run_dir) if run_dir is not None else None
+    if ckpt is not None:
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        rows, status = ckpt["rows"], ckpt["status"]
+    else:
+        rows, status = [record(0, torch.tensor(math.nan, device=device), time.perf_counter())], "running"
+
+    for epoch in range(len(rows), cfg["epochs"] + 1):
+        if status != "running":
+            break
+        t0 = time.perf_counter()
+        fmodel.train()
+        order = epoch_order(n, cfg["seed"], epoch, device)
+        if cfg["augment"]:
+            offsets, flips = augment_params(n, cfg["seed"], epoch, device)
+        loss_sum = torch.zeros((), device=device)
+        for s in range(steps_per_epoch):
+            idx = order[s * b:(s + 1) * b]
+            x = data.train.x[idx]
+            if cfg["augment"]:
+                x = random_crop_flip(x, offsets[idx], flips[idx])
+            set_lr_factor(opt, factors[(epoch - 1) * steps_per_epoch + s])
+            with autocast():
+                loss = F.cross_entropy(fmodel(data.normalize(x)).float(), data.train.y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.detach() * len(idx)
+        row = record(epoch, loss_sum / n, t0)
+        rows.append(row)
+        if not all(math.isfinite(row[k]) for k in ("train_loss_running", "train_loss", "val_loss")):
+            status = "diverged"
+        elif epoch == cfg["epochs"]:
+            status = "finished"
+        if run_dir is not None and (status != "running" or epoch % cfg["checkpoint_every"] == 0):
+            store.save_progress(run_dir, model, opt, rows, status, keep_checkpoint=cfg["keep_checkpoint"])
+        if on_epoch is not None:
+            on_epoch(epoch, row)
+    epochs = pd.DataFrame(rows)
+    return epochs, summarize(epochs, status)
