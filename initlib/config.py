@@ -136,6 +136,8 @@ def validate(cfg: Mapping[str, Any], source: str | None = None) -> None:
     _check(isinstance(c["device"], str) and (c["device"] in ("auto", "cpu", "cuda")
            or c["device"].startswith("cuda:")), s, "device",
            f"must be auto, cpu, cuda or cuda:N, got {c['device']!r}")
+    _check(c["weight_decay"] == 0 or c["optimizer"] in ("adamw", "muon"), s, "weight_decay",
+           "decoupled weight_decay applies to adamw and muon only; use l2 for explicit L2")
     _check(c["warmup_epochs"] < c["epochs"], s, "warmup_epochs",
            f"must be smaller than epochs ({c['epochs']}), got {c['warmup_epochs']!r}")
 
@@ -145,7 +147,7 @@ def _canon(v):
         return v
     if isinstance(v, (int, float)):
         # 1 and 1.0 and 1e0 are the same value, so they must hash the same
-        return float(v) if isinstance(v, float) or not float(v).is_integer() else int(v)
+        return int(v) if float(v).is_integer() else float(v)
     if isinstance(v, (list, tuple)):
         return [_canon(x) for x in v]
     raise TypeError(f"cannot canonicalize {v!r}")

@@ -23,6 +23,7 @@ resume-from-checkpoint give identical metrics).
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,8 +88,11 @@ def load_raw(data_dir=None, download: bool | None = None):
         te = CIFAR10(str(d), train=False, download=_want_download(download))
         raw = (np.asarray(tr.data), np.asarray(tr.targets, dtype=np.int64),
                np.asarray(te.data), np.asarray(te.targets, dtype=np.int64))
-    if raw[0].shape != (50000, 32, 32, 3) or raw[2].shape != (10000, 32, 32, 3):
+    if raw[0].shape[1:] != (32, 32, 3) or raw[2].shape[1:] != (32, 32, 3) or len(raw[0]) != len(raw[1]):
         raise ValueError(f"unexpected CIFAR-10 shapes in {d}: {raw[0].shape}, {raw[2].shape}")
+    if len(raw[0]) != 50000:
+        warnings.warn(f"{d}: a CIFAR-10 subset of {len(raw[0])} training images (full: 50,000); "
+                      f"the train/validation split keeps the 4:1 ratio")
     _RAW_CACHE[key] = raw
     return raw
 
@@ -111,10 +115,11 @@ def split_indices(y_train_full: np.ndarray, split_seed: int, n_train: int, n_val
     """Indices into the 50k training images for (train, val): seeded 40k/10k split, then
     class-balanced subsets of each side."""
     perm = np.random.default_rng(split_seed).permutation(len(y_train_full))
-    tr, va = perm[:N_TRAIN_FULL], perm[N_TRAIN_FULL:]
-    if n_train < N_TRAIN_FULL:
+    n_tr_full = len(perm) * 4 // 5  # 40,000 of the 50,000 training images
+    tr, va = perm[:n_tr_full], perm[n_tr_full:]
+    if n_train < len(tr):
         tr = tr[balanced_subset(y_train_full[tr], n_train)]
-    if n_val < N_VAL_FULL:
+    if n_val < len(va):
         va = va[balanced_subset(y_train_full[va], n_val)]
     return tr, va
 

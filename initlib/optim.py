@@ -172,6 +172,7 @@ def build_optimizer(name: str, model: nn.Module, *, lr: float, l2: float = 0.0,
 
 
 def set_lr_factor(optimizer, factor: float) -> None:
+    factor = float(factor)  # a numpy scalar would end up in checkpoints
     for g in optimizer.param_groups:
         g["lr"] = g["base_lr"] * factor
 

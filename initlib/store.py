@@ -5,6 +5,7 @@
     <store>/<hash>/summary.json   written once, when the run has finished or diverged
     <store>/<hash>/checkpoint.pt  model + optimizer + rows so far, while the run is unfinished
     <store>/<hash>/lock           held by the worker that trains the run
+    <store>/<hash>/attempts.jsonl one line per (re)start of training: host, pid, from_epoch
 
 A run is *done* when ``summary.json`` exists. Every file is written to a temporary name and
 ``os.replace``d into place, so a crash or kill at any moment leaves either the old or the new
@@ -32,8 +33,8 @@ from .config import identity, run_hash
 from .data import PROJECT_ROOT
 from .metrics import summarize
 
-CONFIG, METRICS, SUMMARY, CHECKPOINT, LOCK = (
-    "config.json", "metrics.csv", "summary.json", "checkpoint.pt", "lock")
+CONFIG, METRICS, SUMMARY, CHECKPOINT, LOCK, ATTEMPTS = (
+    "config.json", "metrics.csv", "summary.json", "checkpoint.pt", "lock", "attempts.jsonl")
 RUN_FILES = (CONFIG, METRICS, SUMMARY)  # what export ships (never checkpoints)
 
 
@@ -80,6 +81,22 @@ def save_progress(rdir: Path, model, optimizer, rows: list[dict], status: str,
         write_json(rdir / SUMMARY, summarize(epochs, status))
         if not keep_checkpoint:
             (rdir / CHECKPOINT).unlink(missing_ok=True)
+
+
+def log_attempt(rdir: Path) -> None:
+    """Append who starts training this run, and from which epoch (provenance of resumes)."""
+    ckpt_epochs = 0
+    if (rdir / METRICS).exists():
+        ckpt_epochs = max(0, len(pd.read_csv(rdir / METRICS)) - 1)
+    with open(rdir / ATTEMPTS, "a") as f:
+        f.write(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
+                            "torch": torch.__version__, "threads": torch.get_num_threads(),
+                            "from_epoch": ckpt_epochs if (rdir / CHECKPOINT).exists() else 0}) + "\n")
+
+
+def read_attempts(rdir: Path) -> list[dict]:
+    p = rdir / ATTEMPTS
+    return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
 
 
 def load_checkpoint(rdir: Path | None):

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import store
 from .config import ConfigError, EXECUTION_KEYS, resolve, run_hash, validate_keys
@@ -130,6 +130,7 @@ def run_one(cfg: dict, store_dir=None, data_dir=None) -> str:
             return "cached"
         from .train import train
         store.write_config(rdir, cfg)
+        store.log_attempt(rdir)
         train(cfg, data_dir=data_dir, run_dir=rdir, on_epoch=lambda e, r: store.touch_lock(rdir))
         return "trained"
     finally:
@@ -152,7 +153,7 @@ def one_line(cfg: dict, summary: dict) -> str:
 def work_through(configs, store_dir=None, data_dir=None, poll_s: float = 2.0, log=print) -> list[str]:
     """Train every config not yet done, waiting on runs claimed by live workers and taking
     over stale ones, until all are done. Returns the hashes of runs that raised."""
-    pending, failed = list(configs), []
+    pending, failed = [resolve(c) for c in configs], []
     while pending:
         progressed, busy = False, []
         for cfg in pending:
@@ -190,6 +191,7 @@ def run_sweep(configs, store_dir=None, data_dir=None, *, workers: int = 1,
               runs_per_task: int = 1, desc: str = "runs", progress: bool = True) -> pd.DataFrame:
     """Train what is missing and return the summaries of all ``configs`` as a DataFrame."""
     store_dir = store.resolve_store(store_dir)
+    configs = [resolve(c) for c in configs]
     missing = [c for c in configs if not store.is_done(store.run_dir(store_dir, c))]
     if missing:
         check_data_available(data_dir)  # a clear error before anything starts
@@ -240,16 +242,22 @@ def _run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progre
     run_workers(missing, store_dir, data_dir, slots, bar=bar)
 
 
-def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1.0) -> list[int]:
+def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1.0,
+                threads: int | None = None) -> list[int]:
     """Start one ``python -m initlib worker`` process per slot (a GPU id, or None for CPU),
-    each working through the same list; wait for all and return their exit codes."""
+    each working through the same list; wait for all and return their exit codes.
+
+    Each worker uses ``threads`` CPU threads (default: cores // workers). On a CPU the
+    numbers are bitwise reproducible for a given thread count; another thread count changes
+    the reduction order inside oneDNN's convolutions, and training amplifies those last bits.
+    """
     store_dir = Path(store_dir)
     qdir = store_dir / "_queue"
     qdir.mkdir(parents=True, exist_ok=True)
     fd, qfile = tempfile.mkstemp(suffix=".json", dir=qdir)
     with os.fdopen(fd, "w") as f:
         json.dump(configs, f)
-    threads = max(1, (os.cpu_count() or 1) // len(slots))
+    threads = threads or max(1, (os.cpu_count() or 1) // len(slots))
     procs = []
     for i, gpu in enumerate(slots):
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "INITLIB_THREADS": str(threads)}

@@ -87,6 +87,31 @@ def _maybe_compile(model, enabled: bool, device):
         return model
 
 
+def train_epoch(fmodel, opt, data, cfg, epoch: int, lr_factors_of_epoch, autocast) -> torch.Tensor:
+    """One pass over the shuffled (and, if asked, augmented) training split; returns the
+    summed minibatch loss as a device tensor (no host sync)."""
+    n, b = len(data.train), cfg["batch_size"]
+    device = data.train.y.device
+    fmodel.train()
+    order = epoch_order(n, cfg["seed"], epoch, device)
+    if cfg["augment"]:
+        offsets, flips = augment_params(n, cfg["seed"], epoch, device)
+    loss_sum = torch.zeros((), device=device)
+    for s, factor in enumerate(lr_factors_of_epoch):
+        idx = order[s * b:(s + 1) * b]
+        x = data.train.x[idx]
+        if cfg["augment"]:
+            x = random_crop_flip(x, offsets[idx], flips[idx])
+        set_lr_factor(opt, factor)
+        with autocast():
+            loss = F.cross_entropy(fmodel(data.normalize(x)).float(), data.train.y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss_sum += loss.detach() * len(idx)
+    return loss_sum
+
+
 def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=None):
     """Train one run. Returns (per-epoch DataFrame, summary dict).
 
@@ -115,15 +140,15 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
     def record(epoch, train_loss_running, t0):
         evals = {s: evaluate(fmodel, getattr(data, s), data, autocast) for s in ("train", "val", "test")}
         norms = kernel_norms(model)
-        vec = torch.stack([*(v for pair in evals.values() for v in pair), train_loss_running,
-                           *norms.values()]).double().tolist()  # the one host sync of the epoch
+        vec = torch.stack([t.double() for t in (*(v for pair in evals.values() for v in pair),
+                           train_loss_running, *norms.values())]).tolist()  # the one host sync of the epoch
         row = {"epoch": epoch}
         for i, s in enumerate(evals):
             row[f"{s}_loss"], row[f"{s}_acc"] = vec[2 * i], vec[2 * i + 1]
         row["train_loss_running"] = vec[6]
         layer = vec[7:]
         row["weight_norm"] = math.sqrt(sum(v * v for v in layer))
-        row["lr"] = cfg["lr"] * factors[epoch * steps_per_epoch - 1] if epoch else cfg["lr"] * factors[0]
+        row["lr"] = float(cfg["lr"] * factors[max(0, epoch * steps_per_epoch - 1)])
         for k in clocks:
             row[k] = float(clocks[k][epoch - 1]) if epoch else 0.0
         row.update({f"norm/{name}": v for name, v in zip(norms, layer)})
@@ -142,23 +167,8 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
         if status != "running":
             break
         t0 = time.perf_counter()
-        fmodel.train()
-        order = epoch_order(n, cfg["seed"], epoch, device)
-        if cfg["augment"]:
-            offsets, flips = augment_params(n, cfg["seed"], epoch, device)
-        loss_sum = torch.zeros((), device=device)
-        for s in range(steps_per_epoch):
-            idx = order[s * b:(s + 1) * b]
-            x = data.train.x[idx]
-            if cfg["augment"]:
-                x = random_crop_flip(x, offsets[idx], flips[idx])
-            set_lr_factor(opt, factors[(epoch - 1) * steps_per_epoch + s])
-            with autocast():
-                loss = F.cross_entropy(fmodel(data.normalize(x)).float(), data.train.y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            loss_sum += loss.detach() * len(idx)
+        epoch_factors = factors[(epoch - 1) * steps_per_epoch:epoch * steps_per_epoch]
+        loss_sum = train_epoch(fmodel, opt, data, cfg, epoch, epoch_factors, autocast)
         row = record(epoch, loss_sum / n, t0)
         rows.append(row)
         if not all(math.isfinite(row[k]) for k in ("train_loss_running", "train_loss", "val_loss")):

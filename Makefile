@@ -1,0 +1,88 @@
+# initmem: one rule per executed notebook (and its figures); training runs are cached in the
+# run store, so rerunning a notebook only re-analyses.
+#
+#   make smoke        the six notebooks on a small CIFAR-10 subset (minutes on 2 CPU cores)
+#   make cpu          the qualitative CPU reproduction
+#   make all          the paper's full grid (GPUs; EXECUTOR=slurm to use a cluster)
+#   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE)
+#   make test         unit tests + nbval regression tests of the smoke notebooks
+#   make lab          JupyterLab on notebooks/
+#   make clean        remove build/
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+# CIFAR-10: the offline copy beside the checkout if it is there, else data/ (where
+# `make ... DOWNLOAD=1` lets torchvision download it).
+DATA_DIR ?= $(if $(wildcard ../shared/data/cifar10/cifar10.npz),../shared/data/cifar10,data)
+export INITLIB_DATA_DIR ?= $(abspath $(DATA_DIR))
+ifdef DOWNLOAD
+export INITLIB_DOWNLOAD := 1
+endif
+
+PROFILE ?= smoke
+DEVICE ?= auto
+WORKERS ?= 1
+EXECUTOR ?= local
+RUNS_PER_GPU ?=
+SWEEP_FLAGS ?=
+NOTEBOOKS := 01_optimizer_dependence 02_long_training 03_l2_and_lr 04_batch_size 05_depth 06_clocks
+LIB := $(wildcard initlib/*.py)
+INSTALLED := $(VENV)/.installed
+
+.PHONY: smoke cpu all paper figures test lab clean install plan status
+.DELETE_ON_ERROR:
+
+smoke: $(addprefix build/smoke/,$(NOTEBOOKS:=.ipynb))
+	@echo "executed notebooks: build/smoke/   figures: figures/smoke/"
+cpu: $(addprefix build/cpu/,$(NOTEBOOKS:=.ipynb))
+	@echo "executed notebooks: build/cpu/   figures: figures/cpu/"
+all paper: $(addprefix build/paper/,$(NOTEBOOKS:=.ipynb))
+	@echo "executed notebooks: build/paper/   figures: figures/paper/"
+
+install: $(INSTALLED)
+$(INSTALLED): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+# Train every run of a profile first (one sweep over all params files: parallel workers,
+# GPUs or Slurm), so that the notebooks only analyse.
+build/%/.trained: $(wildcard params/*.yaml) $(LIB) | $(INSTALLED)
+	@mkdir -p $(@D)
+	$(PY) -m initlib sweep $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $* --device $(DEVICE) \
+	  --workers $(WORKERS) --executor $(EXECUTOR) $(if $(RUNS_PER_GPU),--runs-per-gpu $(RUNS_PER_GPU)) $(SWEEP_FLAGS)
+	touch $@
+
+# One executed notebook (and its figures/<profile>/<name>.png/.pdf). A failed notebook is kept,
+# with its error, as build/<profile>/<name>.failed.ipynb.
+.SECONDEXPANSION:
+build/%.ipynb: notebooks/$$(notdir $$*).ipynb params/$$(notdir $$*).yaml build/$$(firstword $$(subst /, ,$$*))/.trained $(LIB)
+	@mkdir -p $(@D)
+	$(PY) -m papermill $< $@.tmp -k python3 --cwd notebooks --progress-bar \
+	  -p profile $(firstword $(subst /, ,$*)) -p device $(DEVICE) \
+	  || { mv $@.tmp $(@:.ipynb=.failed.ipynb); exit 1; }
+	mv $@.tmp $@
+
+figures: | $(INSTALLED)
+	@if [ -d results/$(PROFILE) ]; then $(PY) -m initlib import results/$(PROFILE); fi
+	rm -f $(addprefix build/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
+	$(MAKE) $(addprefix build/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
+
+plan: | $(INSTALLED)
+	$(PY) -m initlib plan $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE)
+
+status: | $(INSTALLED)
+	$(PY) -m initlib status $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE)
+
+test: | $(INSTALLED)
+	$(PY) -m pytest -q tests
+
+lab: | $(INSTALLED)
+	$(VENV)/bin/jupyter lab notebooks/
+
+clean:
+	rm -rf build/

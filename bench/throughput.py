@@ -1,0 +1,188 @@
+"""Training throughput (images/s): initlib's loop beside a plain PyTorch loop, in one run.
+
+    python bench/throughput.py                      # CPU: a few ResNet-9 widths and batch sizes
+    python bench/throughput.py --device cuda --concurrent 4 --precision bf16
+
+For each (arch, width, batch size), measured side by side on the same model and data:
+
+- ``plain``: the straightforward loop: a torchvision-transforms Dataset (ToTensor,
+  Normalize, RandomCrop(32, 4), RandomHorizontalFlip), a DataLoader (shuffle, 2 workers,
+  pinned memory on CUDA), fp32, ``.item()`` of the loss every step;
+- ``initlib``: :func:`initlib.train.train_epoch`, the trainer's own step loop (data and
+  augmentation on the device, channels_last, no per-step host sync, bf16 if asked);
+- ``initlib xK`` (CUDA, ``--concurrent K``): K initlib runs at once in K processes on the
+  same GPU; aggregate images/s.
+
+The ratio column is initlib / plain. MFU (model FLOPs utilization) uses 6 x forward MACs per
+training image against the dense peak of the GPU for the precision used (``--peak-tflops``).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from initlib.config import resolve  # noqa: E402
+from initlib.data import CIFAR10_MEAN, CIFAR10_STD, load_cifar10, load_raw  # noqa: E402
+from initlib.models import build_model, count_macs  # noqa: E402
+from initlib.optim import build_optimizer  # noqa: E402
+from initlib.train import pick_device, train_epoch  # noqa: E402
+
+PEAK_TFLOPS = {"bf16": 989.0, "fp32": 494.0}  # H100/H200 SXM dense: bf16, and TF32 for fp32
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def bench_plain(arch, width, b, n_images, steps, device, warmup=3):
+    import torchvision.transforms as T
+    from torch.utils.data import DataLoader, Dataset
+    x, y, _, _ = load_raw()
+    x, y = x[:n_images], y[:n_images]
+    tf = T.Compose([T.ToTensor(), T.Normalize(CIFAR10_MEAN, CIFAR10_STD),
+                    T.RandomCrop(32, padding=4), T.RandomHorizontalFlip()])
+
+    class DS(Dataset):
+        def __len__(self):
+            return len(y)
+
+        def __getitem__(self, i):
+            return tf(x[i]), int(y[i])
+
+    loader = DataLoader(DS(), batch_size=b, shuffle=True, num_workers=2, drop_last=True,
+                        pin_memory=device.type == "cuda", persistent_workers=True)
+    model = build_model(arch, width=width).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    it, done, t0 = iter(loader), 0, None
+    while done < warmup + steps:
+        try:
+            xb, yb = next(it)
+        except StopIteration:
+            it = iter(loader)
+            continue
+        if done == warmup:
+            sync(device)
+            t0 = time.perf_counter()
+        xb, yb = xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss.item()
+        done += 1
+    sync(device)
+    return steps * b / (time.perf_counter() - t0)
+
+
+def bench_initlib(arch, width, b, n_images, steps, device, precision="fp32", compile=False,
+                  barrier=None, result=None):
+    cfg = resolve(dict(arch=arch, width=width, batch_size=b, n_train=n_images, n_val=10, n_test=10,
+                       augment=True, precision=precision, compile=compile))
+    data = load_cifar10(n_train=n_images, n_val=10, n_test=10, device=device)
+    model = build_model(arch, width=width).to(device).to(memory_format=torch.channels_last)
+    fmodel = torch.compile(model) if compile else model
+    opt = build_optimizer("sgd", model, lr=1e-3)
+    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")  # noqa: E731
+    per_epoch = math.ceil(n_images / b)
+    train_epoch(fmodel, opt, data, cfg, 0, np.ones(min(3, per_epoch)), autocast)  # warm-up
+    sync(device)
+    if barrier is not None:
+        barrier.wait()
+    t0, done, epoch = time.perf_counter(), 0, 1
+    while done < steps:
+        k = min(per_epoch, steps - done)
+        train_epoch(fmodel, opt, data, cfg, epoch, np.ones(k), autocast)
+        done, epoch = done + k, epoch + 1
+    sync(device)
+    t1 = time.perf_counter()
+    if result is not None:
+        result.put((t0, t1))
+    return steps * b / (t1 - t0)
+
+
+def _worker(args, barrier, result):
+    torch.set_num_threads(1)
+    bench_initlib(*args, barrier=barrier, result=result)
+
+
+def bench_concurrent(k, arch, width, b, n_images, steps, device, precision, compile):
+    ctx = mp.get_context("spawn")
+    barrier, result = ctx.Barrier(k), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=((arch, width, b, n_images, steps, device, precision, compile),
+                                               barrier, result)) for _ in range(k)]
+    for p in procs:
+        p.start()
+    spans = [result.get() for _ in procs]
+    for p in procs:
+        p.join()
+    start, end = min(s for s, _ in spans), max(e for _, e in spans)
+    return k * steps * b / (end - start)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--archs", default="resnet9")
+    ap.add_argument("--widths", default=None, help="comma list (default: cpu 0.125,0.25,0.5; cuda 1.0)")
+    ap.add_argument("--batch-sizes", default="64,256")
+    ap.add_argument("--steps", type=int, default=None, help="timed steps (default: cpu 8, cuda 200)")
+    ap.add_argument("--images", type=int, default=5000, help="training images held (initlib on device)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--concurrent", type=int, default=0, help="also K concurrent initlib runs (CUDA)")
+    ap.add_argument("--peak-tflops", type=float, default=None)
+    args = ap.parse_args()
+    device = pick_device(args.device)
+    cuda = device.type == "cuda"
+    widths = [float(w) for w in (args.widths or ("1.0" if cuda else "0.125,0.25,0.5")).split(",")]
+    steps = args.steps or (200 if cuda else 8)
+    peak = args.peak_tflops or PEAK_TFLOPS[args.precision]
+    name = torch.cuda.get_device_name(device) if cuda else f"CPU, {os.cpu_count()} cores, {torch.get_num_threads()} threads"
+    print(f"device: {name}; torch {torch.__version__}; precision {args.precision}; "
+          f"compile {args.compile}; {steps} timed steps\n")
+    cols = ["arch", "width", "batch", "plain img/s", "initlib img/s", "ratio"]
+    if cuda and args.concurrent:
+        cols += [f"initlib x{args.concurrent} img/s", "ratio x{}".format(args.concurrent)]
+    if cuda:
+        cols += ["MFU initlib", "MFU best"]
+    rows = []
+    for arch in args.archs.split(","):
+        for w in widths:
+            macs = count_macs(build_model(arch, width=w))
+            for b in (int(v) for v in args.batch_sizes.split(",")):
+                plain = bench_plain(arch, w, b, args.images, steps, device)
+                mine = bench_initlib(arch, w, b, args.images, steps, device, args.precision, args.compile)
+                row = [arch, f"{w:g}", str(b), f"{plain:,.0f}", f"{mine:,.0f}", f"{mine / plain:.2f}x"]
+                best = mine
+                if cuda and args.concurrent:
+                    conc = bench_concurrent(args.concurrent, arch, w, b, args.images, steps, device,
+                                            args.precision, args.compile)
+                    best = max(best, conc)
+                    row += [f"{conc:,.0f}", f"{conc / plain:.2f}x"]
+                if cuda:
+                    mfu = lambda ips: 6 * macs * ips / (peak * 1e12)  # noqa: E731
+                    row += [f"{100 * mfu(mine):.1f}%", f"{100 * mfu(best):.1f}%"]
+                rows.append(row)
+                print(" | ".join(row), flush=True)
+    print()
+    widths_col = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    print("| " + " | ".join(c.ljust(wc) for c, wc in zip(cols, widths_col)) + " |")
+    print("|" + "|".join("-" * (wc + 2) for wc in widths_col) + "|")
+    for r in rows:
+        print("| " + " | ".join(v.ljust(wc) for v, wc in zip(r, widths_col)) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Tables and verdicts of the six findings, as pure functions of stored runs.
+
+Inputs are the DataFrames of :func:`initlib.store.load_summaries` (one row per run) and
+:func:`initlib.store.load_epochs` (one row per run and epoch). Accuracies there are
+fractions; tables report percentages and percentage points (pp).
+
+Spread (the paper's "test-accuracy spread"): for one group of runs that differ only in
+``sigma_w`` (and one seed), max minus min of ``test_acc_at_best_val`` over the sigma_w grid.
+With several seeds we compute the spread per seed and report its mean and range
+(min..max over seeds); the range is the noise floor each verdict compares against.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .clocks import CLOCKS
+from . import metrics
+from .metrics import spread
+
+ADAPTIVE = ("adam", "adamw", "muon")
+
+
+@dataclass
+class Verdict:
+    holds: bool | None  # None: cannot be decided from these runs
+    text: str
+
+    def __str__(self):
+        word = {True: "HOLDS", False: "DOES NOT HOLD at this scale", None: "UNDECIDED"}[self.holds]
+        return f"{word}: {self.text}"
+
+
+def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Spread over sigma_w for each group ``by`` (mean and range over seeds), with the mean
+    clocks reached, the fraction of runs that interpolated and the lowest max train acc."""
+    per_seed = (summaries.groupby(by + ["seed"], dropna=False)
+                .agg(spread=("test_acc_at_best_val", spread),
+                     **{c: (c, "mean") for c in CLOCKS})
+                .reset_index())
+    g = per_seed.groupby(by, dropna=False)
+    out = g.agg(spread_pp=("spread", "mean"), spread_min_pp=("spread", "min"),
+                spread_max_pp=("spread", "max"), seeds=("seed", "nunique"),
+                **{c: (c, "mean") for c in CLOCKS}).reset_index()
+    for c in ("spread_pp", "spread_min_pp", "spread_max_pp"):
+        out[c] = 100 * out[c]
+    runs = summaries.groupby(by, dropna=False).agg(
+        runs=("hash", "count"), interpolated=("interpolated", "mean"),
+        min_max_train_acc=("max_train_acc", "min")).reset_index()
+    out = out.merge(runs, on=by)
+    out["interpolated"] = 100 * out["interpolated"]
+    out["min_max_train_acc"] = 100 * out["min_max_train_acc"]
+    return out
+
+
+def seed_range_pp(table: pd.DataFrame) -> float:
+    """The largest seed range of the spread among the rows of a spread table (pp)."""
+    r = (table["spread_max_pp"] - table["spread_min_pp"]).max()
+    return float(r) if np.isfinite(r) else 0.0
+
+
+def accuracy_by_sigma(summaries: pd.DataFrame, by: list[str],
+                      value: str = "test_acc_at_best_val") -> pd.DataFrame:
+    """Mean, min and max over seeds of ``value`` (in %) per group and sigma_w, for plots."""
+    g = summaries.groupby(by + ["sigma_w"], dropna=False)[value]
+    out = g.agg(["mean", "min", "max", "count"]).reset_index()
+    for c in ("mean", "min", "max"):
+        out[c] = 100 * out[c]
+    return out
+
+
+def format_table(df: pd.DataFrame, digits: int = 1) -> str:
+    """A plain-text table with fixed rounding (what the regression tests compare)."""
+    out = df.copy()
+    for c in out.columns:
+        if c in ("lr", "l2", "weight_decay", "sigma_w", "width"):
+            out[c] = out[c].map(lambda v: f"{v:g}")
+        elif c in CLOCKS or c.startswith("T_"):
+            out[c] = out[c].map(lambda v: f"{v:.3g}")
+        elif out[c].dtype.kind == "f":
+            out[c] = out[c].map(lambda v: "nan" if not np.isfinite(v) else f"{v:.{digits}f}")
+    return out.to_string(index=False)
+
+
+# ------------------------------------------------------------------ 01 optimizer dependence
+def verdict_optimizer_dependence(table: pd.DataFrame) -> Verdict:
+    """Holds if the SGD spread exceeds every adaptive optimizer's spread by more than the
+    seed range (the largest range of any optimizer's spread over seeds)."""
+    t = table.set_index("optimizer")["spread_pp"]
+    if "sgd" not in t or not any(o in t for o in ADAPTIVE):
+        return Verdict(None, "needs sgd and at least one adaptive optimizer")
+    noise = seed_range_pp(table)
+    adaptive = {o: t[o] for o in ADAPTIVE if o in t}
+    worst = max(adaptive, key=adaptive.get)
+    holds = all(t["sgd"] - v > noise for v in adaptive.values())
+    rel = ">" if holds else "is not >"
+    parts = ", ".join(f"{o} {v:.1f}" for o, v in adaptive.items())
+    return Verdict(holds, f"SGD spread {t['sgd']:.1f} pp {rel} {worst} {adaptive[worst]:.1f} pp "
+                          f"+ seed range {noise:.1f} pp (adaptive: {parts} pp; paper: SGD 26.5, Muon ~4.0)")
+
+
+# ------------------------------------------------------------------ 02 long training
+def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | None = None) -> pd.DataFrame:
+    """Spread of the best-val-selected test accuracy when selection only sees epochs 1..E,
+    for each horizon E, from the per-epoch metrics of long runs (one run per sigma_w)."""
+    by = by or []
+    rows = []
+    for E in horizons:
+        per_run = []
+        for h, e in epochs.groupby("hash"):
+            e = e.sort_values("epoch")
+            first = e.iloc[0]
+            if e["epoch"].max() < E:
+                continue
+            last = e[e["epoch"] == E].iloc[0]
+            per_run.append({**{k: first[k] for k in by + ["seed", "sigma_w"]},
+                            "acc": metrics.test_acc_at_best_val(e, horizon=E),
+                            "train_acc": last["train_acc"], **{c: last[c] for c in CLOCKS}})
+        if not per_run:
+            continue
+        pr = pd.DataFrame(per_run)
+        per_seed = pr.groupby(by + ["seed"], dropna=False).agg(
+            spread=("acc", spread), min_train_acc=("train_acc", "min"),
+            **{c: (c, "mean") for c in CLOCKS}).reset_index()
+        agg = per_seed.groupby(by, dropna=False) if by else [((), per_seed)]
+        for key, g in agg:
+            key = key if isinstance(key, tuple) else (key,)
+            rows.append({**dict(zip(by, key)), "horizon_epochs": E,
+                         "spread_pp": 100 * g["spread"].mean(), "spread_min_pp": 100 * g["spread"].min(),
+                         "spread_max_pp": 100 * g["spread"].max(),
+                         "min_train_acc": 100 * g["min_train_acc"].min(),
+                         **{c: g[c].mean() for c in CLOCKS}})
+    return pd.DataFrame(rows)
+
+
+def verdict_long_training(table: pd.DataFrame, main_horizon: int) -> Verdict:
+    """Holds if the spread at the longest horizon is within the seed range of the spread at
+    the main horizon, or larger."""
+    t = table.set_index("horizon_epochs")
+    if main_horizon not in t.index:
+        return Verdict(None, f"main horizon {main_horizon} not among {list(t.index)}")
+    longest = int(t.index.max())
+    s_main, s_long = t.loc[main_horizon, "spread_pp"], t.loc[longest, "spread_pp"]
+    noise = seed_range_pp(table)
+    holds = bool(s_long >= s_main - noise)
+    return Verdict(holds, f"spread at {longest} epochs {s_long:.1f} pp vs {s_main:.1f} pp at "
+                          f"{main_horizon} epochs (seed range {noise:.1f} pp; paper: ~26 pp at "
+                          f"5,000 epochs vs 26.5 pp at 300)")
+
+
+# ------------------------------------------------------------------ 03 L2 and learning rate
+def verdict_l2_lr(table: pd.DataFrame) -> Verdict:
+    """Holds if the spread in the largest-lr, largest-L2 cell is below a third of the spread in
+    the smallest-lr, no-L2 cell."""
+    lo = table[(table["lr"] == table["lr"].min()) & (table["l2"] == 0)]
+    hi = table[(table["lr"] == table["lr"].max()) & (table["l2"] == table["l2"].max())]
+    if lo.empty or hi.empty or table["l2"].max() == 0:
+        return Verdict(None, "needs a no-L2 cell at the smallest lr and an L2 cell at the largest lr")
+    s_lo, s_hi = float(lo["spread_pp"].iloc[0]), float(hi["spread_pp"].iloc[0])
+    holds = s_hi < s_lo / 3
+    return Verdict(holds, f"spread at lr={hi['lr'].iloc[0]:g}, L2={hi['l2'].iloc[0]:g}: {s_hi:.1f} pp "
+                          f"{'<' if holds else 'is not <'} 1/3 of {s_lo:.1f} pp at lr={lo['lr'].iloc[0]:g}, "
+                          f"no L2 (paper: 0.3 pp at lr=1e-2, L2=1e-2)")
+
+
+# ------------------------------------------------------------------ 04 batch size
+def spearman(x, y) -> float:
+    x, y = pd.Series(list(x), dtype=float), pd.Series(list(y), dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3:
+        return math.nan
+    return float(x[ok].rank().corr(y[ok].rank()))
+
+
+def verdict_batch_size(table: pd.DataFrame) -> Verdict:
+    """Holds if the spread rises with the batch size (Spearman rho > 0)."""
+    rho = spearman(table["batch_size"], table["spread_pp"])
+    if not np.isfinite(rho):
+        return Verdict(None, "needs at least 3 batch sizes")
+    pairs = ", ".join(f"b={b}: {s:.1f}" for b, s in zip(table["batch_size"], table["spread_pp"]))
+    return Verdict(bool(rho > 0), f"Spearman rho(b, spread) = {rho:+.2f} ({pairs} pp; paper: "
+                                  f"spread grows with b)")
+
+
+# ------------------------------------------------------------------ 05 depth
+def depth_table(summaries: pd.DataFrame) -> pd.DataFrame:
+    cols = ["arch", "sigma_w", "seed", "max_train_acc", "tau_interp", "interpolated",
+            "test_acc_at_best_val", "status"]
+    t = summaries[cols].copy()
+    t["max_train_acc"] = 100 * t["max_train_acc"]
+    t["test_acc_at_best_val"] = 100 * t["test_acc_at_best_val"]
+    t["tau_interp"] = t["tau_interp"].map(lambda v: "fails" if v is None or not np.isfinite(v) else str(int(v)))
+    order = {a: i for i, a in enumerate(["resnet9", "resnet20", "resnet56", "resnet110"])}
+    return t.sort_values(["arch", "sigma_w", "seed"], key=lambda s: s.map(order) if s.name == "arch" else s)
+
+
+def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
+    """Holds if some deep run (not ResNet-9) with sigma_w >= large_sigma_w fails to
+    interpolate while every ResNet-9 run at those sigma_w does interpolate."""
+    big = summaries[summaries["sigma_w"] >= large_sigma_w]
+    r9, deep = big[big["arch"] == "resnet9"], big[big["arch"] != "resnet9"]
+    if r9.empty or deep.empty:
+        return Verdict(None, f"needs ResNet-9 and deeper runs at sigma_w >= {large_sigma_w}")
+    fails = deep[~deep["interpolated"].astype(bool)]
+    r9_ok = bool(r9["interpolated"].astype(bool).all())
+    holds = bool(len(fails) and r9_ok)
+    failed = ", ".join(f"{a} sigma_w={s:g}" for a, s in zip(fails["arch"], fails["sigma_w"])) or "none"
+    return Verdict(holds, f"deep runs at sigma_w >= {large_sigma_w:g} that fail to interpolate: {failed}; "
+                          f"ResNet-9 interpolates there: {'yes' if r9_ok else 'no'} "
+                          f"({int(r9['interpolated'].sum())}/{len(r9)}) (paper: ResNet-56/110 often "
+                          f"fail at large sigma_w)")
+
+
+# ------------------------------------------------------------------ 06 clocks
+def clock_family(optimizer: str, l2: float) -> str:
+    """Which clock the paper says governs a pipeline: T_adapt for adaptive optimizers,
+    T_L2 for SGD with explicit L2, T_SGD for plain (low-LR) SGD."""
+    if optimizer in ADAPTIVE:
+        return "T_adapt"
+    return "T_L2" if l2 > 0 else "T_SGD"
+
+
+def clock_points(summaries: pd.DataFrame, group_keys: list[str]) -> pd.DataFrame:
+    """One point per group of runs differing only in sigma_w and seed: its spread (mean over
+    seeds) and the clocks it reached, labelled with the family of its governing clock."""
+    t = spread_table(summaries, group_keys)
+    t["family"] = [clock_family(o, l) for o, l in zip(t["optimizer"], t["l2"])]
+    return t
+
+
+def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
+    """Holds if, within each family, the spread falls monotonically as its governing clock
+    grows: Spearman rho(clock, spread) < 0 for every family with >= 3 points."""
+    rows = []
+    for fam, g in points.groupby("family"):
+        rows.append({"clock": fam, "points": len(g), "rho": spearman(g[fam], g["spread_pp"])})
+    rho = pd.DataFrame(rows)
+    decided = rho[np.isfinite(rho["rho"])]
+    if decided.empty:
+        return Verdict(None, "no family has 3 or more points"), rho
+    holds = bool((decided["rho"] < 0).all())
+    parts = ", ".join(f"{c}: rho={r:+.2f} ({n} pts)" for c, n, r in
+                      zip(rho["clock"], rho["points"], rho["rho"]))
+    return Verdict(holds, f"spread vs governing clock, Spearman {parts} (holds if every decided "
+                          f"rho < 0; paper: clocks, not epochs, govern forgetting)"), rho

@@ -1,0 +1,146 @@
+"""Figures of the six findings: labelled axes, units, legends, sigma_w on the x axis."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.grid": True,
+                     "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False})
+
+
+def save(fig, out_dir, name: str) -> list[Path]:
+    """Save ``fig`` as <out_dir>/<name>.png and .pdf; return the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for p in paths:
+        fig.savefig(p, bbox_inches="tight", metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
+    return paths
+
+
+def acc_vs_sigma(acc: pd.DataFrame, group: str, title: str, ylabel="test acc. at best val. loss (%)",
+                 label_fmt="{}", ax=None):
+    """One line per group: mean over seeds, error bars from min to max over seeds."""
+    fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(6, 4))
+    for key, g in acc.groupby(group, sort=False):
+        g = g.sort_values("sigma_w")
+        ax.errorbar(g["sigma_w"], g["mean"], yerr=[g["mean"] - g["min"], g["max"] - g["mean"]],
+                    marker="o", capsize=3, label=label_fmt.format(key))
+    ax.set_xlabel(r"initialization scale $\sigma_w$")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def norm_over_epochs(epochs: pd.DataFrame, panel: str, title: str, seed: int | None = None):
+    """Frobenius norm of all kernels against epoch: one panel per ``panel`` value, one line
+    per sigma_w (colour), log y. A flat line at its initial value is radial memory."""
+    e = epochs if seed is None else epochs[epochs["seed"] == seed]
+    keys = list(dict.fromkeys(e[panel]))
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.2), sharey=True, squeeze=False)
+    sigmas = sorted(e["sigma_w"].unique())
+    cmap = plt.get_cmap("viridis")
+    for ax, k in zip(axes[0], keys):
+        for i, s in enumerate(sigmas):
+            g = e[(e[panel] == k) & (e["sigma_w"] == s)].sort_values("epoch")
+            ax.plot(g["epoch"], g["weight_norm"], color=cmap(i / max(1, len(sigmas) - 1)),
+                    label=fr"$\sigma_w$={s:g}")
+        ax.set_yscale("log")
+        ax.set_title(str(k))
+        ax.set_xlabel("epoch")
+    axes[0][0].set_ylabel(r"$\|W\|_F$ (all kernels)")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def spread_vs(table: pd.DataFrame, x: str, xlabel: str, title: str, group: str | None = None,
+              logx: bool = False, paper: dict | None = None):
+    """Spread (pp) against ``x``, error bars from the seed range."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    groups = table.groupby(group, sort=False) if group else [(None, table)]
+    for key, g in groups:
+        g = g.sort_values(x)
+        ax.errorbar(g[x], g["spread_pp"], yerr=[g["spread_pp"] - g["spread_min_pp"],
+                    g["spread_max_pp"] - g["spread_pp"]], marker="o", capsize=3,
+                    label=None if key is None else f"{group}={key}")
+    if paper:
+        ax.scatter(list(paper), list(paper.values()), marker="*", s=140, color="k", zorder=5,
+                   label="paper")
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(r"test-accuracy spread over $\sigma_w$ (pp)")
+    ax.set_title(title)
+    if group or paper:
+        ax.legend(fontsize=8)
+    return fig
+
+
+def spread_heatmap(table: pd.DataFrame, title: str, mark: tuple | None = None):
+    """Spread (pp) on the learning rate x L2 grid; ``mark`` = (lr, l2) of the paper's point."""
+    piv = table.pivot(index="l2", columns="lr", values="spread_pp").sort_index(ascending=False)
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    im = ax.imshow(piv.values, cmap="magma_r", aspect="auto")
+    ax.grid(False)
+    ax.set_xticks(range(len(piv.columns)), [f"{v:g}" for v in piv.columns])
+    ax.set_yticks(range(len(piv.index)), [f"{v:g}" for v in piv.index])
+    for i in range(piv.shape[0]):
+        for j in range(piv.shape[1]):
+            v = piv.values[i, j]
+            ax.text(j, i, "n/a" if not np.isfinite(v) else f"{v:.1f}", ha="center", va="center",
+                    color="w" if np.isfinite(v) and v > np.nanmax(piv.values) / 2 else "k", fontsize=9)
+    if mark is not None and mark[0] in piv.columns and mark[1] in piv.index:
+        j, i = list(piv.columns).index(mark[0]), list(piv.index).index(mark[1])
+        ax.add_patch(plt.Rectangle((j - .5, i - .5), 1, 1, fill=False, ec="cyan", lw=3))
+        ax.text(j, i + 0.38, "paper: 0.3 pp", ha="center", va="center", color="cyan", fontsize=7)
+    ax.set_xlabel(r"learning rate $\eta$")
+    ax.set_ylabel(r"explicit L2 $\lambda$")
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, label=r"spread over $\sigma_w$ (pp)")
+    return fig
+
+
+def depth_panels(summaries: pd.DataFrame, title: str):
+    """Per depth, against sigma_w: the best train accuracy reached (failures to interpolate
+    below the 99.5% line, hollow markers) and the test accuracy at best validation loss."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for arch, g in summaries.groupby("arch", sort=False):
+        g = g.groupby("sigma_w").agg(train=("max_train_acc", "mean"), test=("test_acc_at_best_val", "mean"),
+                                     interp=("interpolated", "all")).reset_index()
+        line, = a1.plot(g["sigma_w"], 100 * g["train"], label=arch)
+        for s, tr, ok in zip(g["sigma_w"], g["train"], g["interp"]):
+            a1.plot(s, 100 * tr, "o", color=line.get_color(), mfc=line.get_color() if ok else "none")
+        a2.plot(g["sigma_w"], 100 * g["test"], "o-", color=line.get_color(), label=arch)
+    a1.axhline(99.5, color="k", ls="--", lw=1, label="interpolation (99.5%)")
+    a1.set_ylabel("best train accuracy (%)\nhollow: fails to interpolate")
+    a2.set_ylabel("test acc. at best val. loss (%)")
+    for a in (a1, a2):
+        a.set_xlabel(r"initialization scale $\sigma_w$")
+        a.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def clocks_scatter(points: pd.DataFrame, title: str):
+    """Spread against each clock (log x), coloured by the family whose clock governs it."""
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    colors = {"T_SGD": "tab:blue", "T_L2": "tab:green", "T_adapt": "tab:red"}
+    for ax, clock in zip(axes, ("T_SGD", "T_L2", "T_adapt")):
+        for fam, g in points.groupby("family"):
+            x = g[clock].where(g[clock] > 0)
+            ax.scatter(x, g["spread_pp"], color=colors[fam], label=f"governed by {fam}",
+                       edgecolor="k" if fam == clock else "none", s=40 if fam == clock else 18)
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{clock} (accumulated, end of training)")
+    axes[0].set_ylabel(r"spread over $\sigma_w$ (pp)")
+    axes[-1].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,35 @@
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data" / "cifar10"
+
+
+def pytest_configure(config):
+    # Data: $INITLIB_DATA_DIR (the Makefile sets it), else the offline copy beside the checkout.
+    if not os.environ.get("INITLIB_DATA_DIR") and (SHARED / "cifar10.npz").exists():
+        os.environ["INITLIB_DATA_DIR"] = str(SHARED)
+    # A fresh, empty run store for this test session: the nbval notebooks must really train.
+    os.environ["INITLIB_STORE"] = tempfile.mkdtemp(prefix="initlib-test-store-")
+
+
+def tiny(**kw):
+    """A real but tiny run: ResNet-9 at 1/8 width on 100 CIFAR-10 images."""
+    cfg = dict(arch="resnet9", width=0.125, n_train=100, n_val=50, n_test=50, epochs=3,
+               batch_size=32, lr=0.05, optimizer="sgd", sigma_w=1.0, seed=0)
+    cfg.update(kw)
+    return cfg
+
+
+@pytest.fixture
+def tiny_cfg():
+    return tiny()
+
+
+def same_metrics(a, b):
+    """Per-epoch metrics equal in every column except wall time."""
+    import pandas as pd
+    pd.testing.assert_frame_equal(a.drop(columns=["wall_s"]), b.drop(columns=["wall_s"]), check_exact=True)

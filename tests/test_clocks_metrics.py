@@ -1,0 +1,75 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from initlib.clocks import cumulative_clocks, forgetting_clocks
+from initlib import metrics
+from initlib.metrics import best_val_epoch, repair_gap, spread, summarize, tau_interp
+
+
+def test_forgetting_clocks_hand_computed():
+    c = forgetting_clocks([0.1, 0.2, 0.3], batch_size=2, l2=0.5)
+    assert c["T_SGD"] == pytest.approx((0.01 + 0.04 + 0.09) / 2)
+    assert c["T_L2"] == pytest.approx(0.5 * 0.6)
+    assert c["T_adapt"] == pytest.approx(0.6)
+
+
+def test_clocks_reproduce_the_papers_T_SGD():
+    """eta = 1e-3 constant, b = 128, 40k examples = 313 steps/epoch: 7.3e-4 at 300 epochs and
+    1.2e-2 at 5,000 (../shared/PAPER.md)."""
+    steps = math.ceil(40000 / 128)
+    assert steps == 313
+    assert forgetting_clocks(np.full(steps * 300, 1e-3), 128, 0.0)["T_SGD"] == pytest.approx(7.3e-4, rel=0.01)
+    assert forgetting_clocks(np.full(steps * 5000, 1e-3), 128, 0.0)["T_SGD"] == pytest.approx(1.2e-2, rel=0.02)
+
+
+def test_cumulative_clocks_per_epoch():
+    c = cumulative_clocks([1.0, 1.0, 0.5, 0.5], batch_size=4, l2=0.1, steps_per_epoch=2)
+    np.testing.assert_allclose(c["T_adapt"], [2.0, 3.0])
+    np.testing.assert_allclose(c["T_SGD"], [0.5, 0.625])
+    np.testing.assert_allclose(c["T_L2"], [0.2, 0.3])
+
+
+def epochs_frame():
+    # epoch 0 = init; best val loss at epoch 2; train acc reaches 99.5% at epoch 3
+    return pd.DataFrame({
+        "epoch":      [0,    1,    2,    3,     4],
+        "train_acc":  [0.1,  0.6,  0.9,  0.995, 1.0],
+        "val_loss":   [2.3,  1.2,  0.9,  1.0,   0.9],
+        "val_acc":    [0.1,  0.5,  0.7,  0.68,  0.72],
+        "test_acc":   [0.1,  0.52, 0.71, 0.69,  0.73],
+        "weight_norm": [10., 10.5, 11., 11.2,  11.3],
+        "T_SGD": [0, 1, 2, 3, 4], "T_L2": [0] * 5, "T_adapt": [0, 1, 2, 3, 4],
+    })
+
+
+def test_best_val_and_selected_test_accuracy():
+    e = epochs_frame()
+    assert best_val_epoch(e) == 2          # first of the tied minima (0.9 at epochs 2 and 4)
+    assert metrics.test_acc_at_best_val(e) == 0.71
+    assert best_val_epoch(e, horizon=1) == 1
+    assert metrics.test_acc_at_best_val(e, horizon=1) == 0.52
+
+
+def test_tau_interp_and_repair_gap():
+    e = epochs_frame()
+    assert tau_interp(e) == 3
+    assert repair_gap(e) == pytest.approx(0.72 - 0.68)
+    e2 = e.assign(train_acc=[0.1, 0.5, 0.9, 0.99, 0.994])
+    assert tau_interp(e2) is None and math.isnan(repair_gap(e2))
+
+
+def test_spread_ignores_diverged_runs():
+    assert spread([0.5, 0.7, 0.6]) == pytest.approx(0.2)
+    assert spread([0.5, float("nan"), 0.9]) == pytest.approx(0.4)
+    assert math.isnan(spread([float("nan")]))
+
+
+def test_summary():
+    s = summarize(epochs_frame(), "finished")
+    assert s["best_val_epoch"] == 2 and s["test_acc_at_best_val"] == 0.71
+    assert s["tau_interp"] == 3 and s["interpolated"]
+    assert s["initial_weight_norm"] == 10.0 and s["final_weight_norm"] == 11.3
+    assert s["T_SGD"] == 4 and s["epochs_trained"] == 4

@@ -1,0 +1,82 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from initlib.config import ConfigError, resolve, run_hash
+from initlib.sweep import load_params
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path, text, name="bad.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("cfg,pattern", [
+    ({"lrr": 0.1}, r"key 'lrr': unknown key"),
+    ({"optimizer": "lion"}, r"key 'optimizer': unknown optimizer 'lion'"),
+    ({"arch": "vgg11"}, r"key 'arch': unknown architecture 'vgg11'"),
+    ({"sigma_w": -1.0}, r"key 'sigma_w': must be a positive number"),
+    ({"sigma_w": 0}, r"key 'sigma_w': must be a positive number"),
+    ({"n_train": 55}, r"key 'n_train': must be a multiple of 10"),
+    ({"batch_size": 0}, r"key 'batch_size': must be an integer >= 1"),
+    ({"epochs": 2.5}, r"key 'epochs': must be an integer >= 1"),
+    ({"augment": "yes"}, r"key 'augment': must be true or false"),
+    ({"momentum": 1.0}, r"key 'momentum': must be in \[0, 1\)"),
+    ({"precision": "fp16"}, r"key 'precision': unknown precision"),
+    ({"weight_decay": 0.1, "optimizer": "sgd"}, r"key 'weight_decay': decoupled weight_decay applies to adamw and muon"),
+])
+def test_bad_values_are_named(cfg, pattern):
+    with pytest.raises(ConfigError, match=pattern):
+        resolve(cfg, "params/x.yaml")
+
+
+def test_error_names_file_profile_and_key(tmp_path):
+    p = write(tmp_path, "profiles:\n  smoke:\n    grid: {sigma_w: [0.5, -1.0]}\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: profile 'smoke': key 'sigma_w'"):
+        load_params(p, "smoke")
+    p = write(tmp_path, "profiles:\n  smoke:\n    base: {optimiser: sgd}\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: profile 'smoke': key 'optimiser': unknown key"):
+        load_params(p, "smoke")
+    p = write(tmp_path, "profiles:\n  smoke:\n    grids: {}\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'grids'"):
+        load_params(p, "smoke")
+    with pytest.raises(ConfigError, match=r"no profile 'cpu'"):
+        load_params(write(tmp_path, "profiles: {smoke: {}}\n"), "cpu")
+
+
+def test_cli_rejects_bad_config_before_training(tmp_path):
+    p = write(tmp_path, "profiles:\n  smoke:\n    grid: {sigma_w: [0.5], optimizer: [sgd, lion]}\n")
+    store = tmp_path / "store"
+    r = subprocess.run([sys.executable, "-m", "initlib", "sweep", str(p), "--profile", "smoke",
+                        "--store", str(store)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2
+    assert "bad.yaml: profile 'smoke': key 'optimizer': unknown optimizer 'lion'" in r.stderr
+    assert not store.exists()  # nothing trained, not even the valid sigma_w=0.5 run
+
+
+def test_cli_missing_data_says_how_to_get_it(tmp_path):
+    p = write(tmp_path, "profiles:\n  smoke:\n    base: {n_train: 100, n_val: 50, n_test: 50, epochs: 1}\n"
+                        "    grid: {sigma_w: [1.0]}\n")
+    r = subprocess.run([sys.executable, "-m", "initlib", "sweep", str(p), "--store", str(tmp_path / "s"),
+                        "--data-dir", str(tmp_path / "nodata")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2
+    assert "CIFAR-10 not found" in r.stderr and "cifar10.npz" in r.stderr and "--download" in r.stderr
+
+
+def test_hash_is_canonical():
+    assert run_hash({"lr": 1, "sigma_w": 2}) == run_hash({"sigma_w": 2.0, "lr": 1.0})
+    assert run_hash({}) == run_hash({"device": "cuda", "compile": True, "checkpoint_every": 5})
+    assert run_hash({}) != run_hash({"precision": "bf16"})  # bf16 changes the numbers
+    assert run_hash({}) != run_hash({"seed": 1})
+
+
+def test_every_shipped_params_file_is_valid():
+    for p in sorted((ROOT / "params").glob("*.yaml")):
+        for profile in ("smoke", "cpu", "paper"):
+            sw = load_params(p, profile)
+            assert sw.configs or sw.sources, (p, profile)

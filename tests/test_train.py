@@ -1,0 +1,78 @@
+import math
+
+import pytest
+
+from conftest import same_metrics, tiny
+from initlib import store
+from initlib.sweep import run_one
+from initlib.train import train
+
+
+class Killed(Exception):
+    pass
+
+
+def test_same_config_and_seed_same_metrics():
+    e1, s1 = train(tiny(augment=True))
+    e2, s2 = train(tiny(augment=True))
+    same_metrics(e1, e2)
+    assert s1 == s2
+    e3, _ = train(tiny(augment=True, seed=1))
+    assert not (e3["train_loss"].values == e1["train_loss"].values).all()
+
+
+def test_records_what_the_paper_measures():
+    e, s = train(tiny(epochs=2, optimizer="adam", lr=1e-3, l2=1e-3))
+    assert list(e["epoch"]) == [0, 1, 2]
+    for col in ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc",
+                "weight_norm", "lr", "T_SGD", "T_L2", "T_adapt", "norm/prep.0", "norm/fc"):
+        assert col in e.columns
+    steps = math.ceil(100 / 32)
+    assert e["T_adapt"].iloc[-1] == pytest.approx(2 * steps * 1e-3)
+    assert e["T_SGD"].iloc[-1] == pytest.approx(2 * steps * 1e-6 / 32)
+    assert e["T_L2"].iloc[-1] == pytest.approx(1e-3 * 2 * steps * 1e-3)
+    layers = [c for c in e.columns if c.startswith("norm/")]
+    assert e["weight_norm"].iloc[0] == pytest.approx(math.sqrt(sum(e[c].iloc[0] ** 2 for c in layers)))
+    assert s["status"] == "finished" and s["epochs_trained"] == 2
+
+
+def test_resume_after_kill_gives_identical_metrics(tmp_path):
+    cfg = tiny(epochs=4, optimizer="momentum", augment=True)
+    ref, ref_summary = train(cfg)
+    rdir = tmp_path / "run"
+    rdir.mkdir()
+
+    def kill_after_2(epoch, row):
+        if epoch == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        train(cfg, run_dir=rdir, on_epoch=kill_after_2)
+    assert (rdir / store.CHECKPOINT).exists() and not (rdir / store.SUMMARY).exists()
+    assert len(store.read_epochs(rdir)) == 3  # epochs 0, 1, 2 kept
+    resumed, summary = train(cfg, run_dir=rdir)
+    same_metrics(resumed, ref)
+    assert summary == ref_summary
+    assert not (rdir / store.CHECKPOINT).exists()  # removed once finished
+    same_metrics(store.read_epochs(rdir), ref)
+
+
+def test_rerun_of_finished_config_trains_nothing(tmp_path, monkeypatch):
+    cfg = tiny(epochs=1)
+    assert run_one(cfg, tmp_path) == "trained"
+    rdir = store.run_dir(tmp_path, cfg)
+    mtime = (rdir / store.METRICS).stat().st_mtime_ns
+    import initlib.train as tr
+    monkeypatch.setattr(tr, "train", lambda *a, **k: pytest.fail("trained a finished run"))
+    assert run_one(cfg, tmp_path) == "cached"
+    assert (rdir / store.METRICS).stat().st_mtime_ns == mtime
+    assert len(store.read_attempts(rdir)) == 1
+
+
+def test_divergence_is_recorded_not_raised(tmp_path):
+    cfg = tiny(epochs=3, optimizer="sgd", lr=1e30, sigma_w=2.5)  # BN nets survive lr=1e12
+    assert run_one(cfg, tmp_path) == "trained"
+    s = store.read_summary(store.run_dir(tmp_path, cfg))
+    assert s["status"] == "diverged"
+    e = store.read_epochs(store.run_dir(tmp_path, cfg))
+    assert len(e) == s["epochs_trained"] + 1 and not math.isfinite(e["train_loss"].iloc[-1])
