@@ -34,6 +34,7 @@ INSTALLED := $(VENV)/.installed
 
 .PHONY: smoke cpu all paper figures test lab clean install plan status
 .DELETE_ON_ERROR:
+.SECONDARY: build/smoke/.trained build/cpu/.trained build/paper/.trained
 
 smoke: $(addprefix build/smoke/,$(NOTEBOOKS:=.ipynb))
 	@echo "executed notebooks: build/smoke/   figures: figures/smoke/"

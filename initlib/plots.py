@@ -32,7 +32,7 @@ def acc_vs_sigma(acc: pd.DataFrame, group: str, title: str, ylabel="test acc. at
     ax.set_xlabel(r"initialization scale $\sigma_w$")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title="mean; bars: min-max over seeds", title_fontsize=7)
     return fig
 
 
@@ -138,6 +138,7 @@ def clocks_scatter(points: pd.DataFrame, title: str):
             ax.scatter(x, g["spread_pp"], color=colors[fam], label=f"governed by {fam}",
                        edgecolor="k" if fam == clock else "none", s=40 if fam == clock else 18)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_xlabel(f"{clock} (accumulated, end of training)")
     axes[0].set_ylabel(r"spread over $\sigma_w$ (pp)")
     axes[-1].legend(fontsize=8)

@@ -78,12 +78,15 @@ def kernel_norms(model) -> dict[str, torch.Tensor]:
 def _maybe_compile(model, enabled: bool, device):
     if not enabled:
         return model
+    state = {k: v.clone() for k, v in model.state_dict().items()}
     try:
         compiled = torch.compile(model)
         compiled(torch.zeros(2, 3, 32, 32, device=device).contiguous(memory_format=torch.channels_last))
+        model.load_state_dict(state)  # the probe must not move BatchNorm's running statistics
         return compiled
     except Exception as e:  # noqa: BLE001 - any backend failure falls back to eager
         warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); training eagerly instead")
+        model.load_state_dict(state)
         return model
 
 

@@ -33,3 +33,10 @@ def same_metrics(a, b):
     """Per-epoch metrics equal in every column except wall time."""
     import pandas as pd
     pd.testing.assert_frame_equal(a.drop(columns=["wall_s"]), b.drop(columns=["wall_s"]), check_exact=True)
+
+
+def pytest_unconfigure(config):
+    import shutil
+    store = os.environ.get("INITLIB_STORE", "")
+    if Path(store).name.startswith("initlib-test-store-"):
+        shutil.rmtree(store, ignore_errors=True)

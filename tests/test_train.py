@@ -76,3 +76,21 @@ def test_divergence_is_recorded_not_raised(tmp_path):
     assert s["status"] == "diverged"
     e = store.read_epochs(store.run_dir(tmp_path, cfg))
     assert len(e) == s["epochs_trained"] + 1 and not math.isfinite(e["train_loss"].iloc[-1])
+
+
+def test_compile_failure_falls_back_with_a_clear_message(monkeypatch):
+    import torch
+
+    def broken(model, **kw):
+        raise RuntimeError("no compiler here")
+    monkeypatch.setattr(torch, "compile", broken)
+    with pytest.warns(UserWarning, match="torch.compile failed .*no compiler here.*training eagerly"):
+        e, s = train(tiny(epochs=1, compile=True))
+    assert s["status"] == "finished"
+    same_metrics(e, train(tiny(epochs=1))[0])
+
+
+def test_compile_probe_leaves_batchnorm_statistics_alone(monkeypatch):
+    import torch
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: model)  # probe runs, compiles nothing
+    same_metrics(train(tiny(epochs=1, compile=True))[0], train(tiny(epochs=1))[0])
