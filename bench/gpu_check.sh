@@ -12,11 +12,15 @@ mkdir -p "$OUT"
 export INITLIB_DATA_DIR=${INITLIB_DATA_DIR:-$PWD/.carry/cifar10}
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
-# install: reuse the machine's torch if it has one, else the pinned wheels
+# install: carried local wheels first (.whl/, see the device tool's notes), then the machine's
+# own torch if it has one, else the pinned versions from pip
+if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
 if ! python3 -c "import torch, pandas, yaml, tqdm, submitit, pytest" 2>/dev/null; then
   python3 -m pip install -q torch==2.14.1 torchvision==0.29.1 pandas pyyaml tqdm submitit pytest matplotlib
 fi
-python3 -m pip install -q --no-deps -e . || export PYTHONPATH=$PWD
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())" | tee -a "$OUT/gpu.txt"
 timeout 150 python3 -m pytest -q tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log"
 timeout 240 python3 bench/throughput.py --device cuda --precision bf16 --widths 1.0 \
