@@ -63,10 +63,11 @@ build/%/.trained: $(wildcard params/*.yaml) $(LIB) | $(INSTALLED)
 .SECONDEXPANSION:
 build/%.ipynb: notebooks/$$(notdir $$*).ipynb params/$$(notdir $$*).yaml build/$$(firstword $$(subst /, ,$$*))/.trained $(LIB)
 	@mkdir -p $(@D)
-	$(PY) -m papermill $< $@.tmp -k python3 --cwd notebooks --progress-bar \
+	$(PY) -m papermill $< $(@:.ipynb=.running.ipynb) -k python3 --cwd notebooks --progress-bar \
 	  -p profile $(firstword $(subst /, ,$*)) -p device $(DEVICE) \
-	  || { mv $@.tmp $(@:.ipynb=.failed.ipynb); exit 1; }
-	mv $@.tmp $@
+	  || { mv $(@:.ipynb=.running.ipynb) $(@:.ipynb=.failed.ipynb); exit 1; }
+	rm -f $(@:.ipynb=.failed.ipynb)
+	mv $(@:.ipynb=.running.ipynb) $@
 
 figures: | $(INSTALLED)
 	@if [ -d results/$(PROFILE) ]; then $(PY) -m initlib import results/$(PROFILE); fi
