@@ -242,7 +242,7 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     if decided.empty:
         return Verdict(None, "no family has 3 or more points"), rho
     holds = bool((decided["rho"] < 0).all())
-    parts = ", ".join(f"{c}: rho={r:+.2f} ({n} pts)" for c, n, r in
-                      zip(rho["clock"], rho["points"], rho["rho"]))
+    parts = ", ".join(f"{c}: rho={r:+.2f} ({n} pts)" if np.isfinite(r) else f"{c}: n/a ({n} pts)"
+                      for c, n, r in zip(rho["clock"], rho["points"], rho["rho"]))
     return Verdict(holds, f"spread vs governing clock, Spearman {parts} (holds if every decided "
                           f"rho < 0; paper: clocks, not epochs, govern forgetting)"), rho
