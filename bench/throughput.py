@@ -10,8 +10,8 @@ For each (arch, width, batch size), measured side by side on the same model and 
   pinned memory on CUDA), fp32, ``.item()`` of the loss every step;
 - ``initlib``: :func:`initlib.train.train_epoch`, the trainer's own step loop (data and
   augmentation on the device, channels_last, no per-step host sync, bf16 if asked);
-- ``initlib xK`` (CUDA, ``--concurrent K``): K initlib runs at once in K processes on the
-  same GPU; aggregate images/s.
+- ``initlib xK`` (``--concurrent K``): K initlib runs at once in K processes on the same
+  device (1 CPU thread each); aggregate images/s.
 
 The ratio column is initlib / plain. MFU (model FLOPs utilization) uses 6 x forward MACs per
 training image against the dense peak of the GPU for the precision used (``--peak-tflops``).
@@ -141,7 +141,7 @@ def main():
     ap.add_argument("--images", type=int, default=5000, help="training images held (initlib on device)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--compile", action="store_true")
-    ap.add_argument("--concurrent", type=int, default=0, help="also K concurrent initlib runs (CUDA)")
+    ap.add_argument("--concurrent", type=int, default=0, help="also K concurrent initlib runs")
     ap.add_argument("--peak-tflops", type=float, default=None)
     args = ap.parse_args()
     device = pick_device(args.device)
@@ -153,7 +153,7 @@ def main():
     print(f"device: {name}; torch {torch.__version__}; precision {args.precision}; "
           f"compile {args.compile}; {steps} timed steps\n")
     cols = ["arch", "width", "batch", "plain img/s", "initlib img/s", "ratio"]
-    if cuda and args.concurrent:
+    if args.concurrent:
         cols += [f"initlib x{args.concurrent} img/s", "ratio x{}".format(args.concurrent)]
     if cuda:
         cols += ["MFU initlib", "MFU best"]
@@ -166,7 +166,7 @@ def main():
                 mine = bench_initlib(arch, w, b, args.images, steps, device, args.precision, args.compile)
                 row = [arch, f"{w:g}", str(b), f"{plain:,.0f}", f"{mine:,.0f}", f"{mine / plain:.2f}x"]
                 best = mine
-                if cuda and args.concurrent:
+                if args.concurrent:
                     conc = bench_concurrent(args.concurrent, arch, w, b, args.images, steps, device,
                                             args.precision, args.compile)
                     best = max(best, conc)
