@@ -222,24 +222,27 @@ def _visible_gpus() -> list[str]:
 
 def _run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progress):
     gpus = _visible_gpus() if runs_per_gpu else []
+    if runs_per_gpu and not gpus:
+        print(f"no GPU visible: --runs-per-gpu ignored, {max(1, workers)} CPU worker(s)", file=sys.stderr)
     slots = [g for g in gpus for _ in range(runs_per_gpu)] if gpus else [None] * max(1, workers)
     bar = _progress_bar(len(missing), desc) if progress else None
-    log = (bar.write if bar is not None else print)
-    if len(slots) == 1:
-        done0 = 0
-
-        def log_and_tick(msg):
-            nonlocal done0
-            log(msg)
-            if bar is not None:
-                n = _count_done(missing, store_dir)
-                bar.update(n - done0)
-                done0 = n
-        work_through(missing, store_dir, data_dir, log=log_and_tick)
-        if bar is not None:
-            bar.close()
+    if len(slots) > 1:
+        run_workers(missing, store_dir, data_dir, slots, bar=bar)
         return
-    run_workers(missing, store_dir, data_dir, slots, bar=bar)
+
+    def log_and_tick(msg):
+        if bar is None:
+            return print(msg)
+        bar.write(msg)
+        _set_bar(bar, _count_done(missing, store_dir))
+    work_through(missing, store_dir, data_dir, log=log_and_tick)
+    if bar is not None:
+        bar.close()
+
+
+def _set_bar(bar, n: int) -> None:
+    bar.n = n
+    bar.refresh()
 
 
 def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1.0,
@@ -267,15 +270,12 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
         if data_dir is not None:
             cmd += ["--data-dir", str(data_dir)]
         procs.append(subprocess.Popen(cmd, env=env))
-    done0 = _count_done(configs, store_dir)
     while any(p.poll() is None for p in procs):
         time.sleep(poll_s)
         if bar is not None:
-            n = _count_done(configs, store_dir)
-            bar.update(n - done0)
-            done0 = n
+            _set_bar(bar, _count_done(configs, store_dir))
     if bar is not None:
-        bar.update(_count_done(configs, store_dir) - done0)
+        _set_bar(bar, _count_done(configs, store_dir))
         bar.close()
     os.unlink(qfile)
     return [p.returncode for p in procs]
