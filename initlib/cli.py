@@ -12,10 +12,9 @@ from .config import ConfigError
 from .data import DataNotFoundError
 
 
-def _common(p, profile=True):
+def _common(p):
     p.add_argument("params", nargs="*", help="params/<name>.yaml files")
-    if profile:
-        p.add_argument("--profile", default="smoke", help="smoke | cpu | paper (default: smoke)")
+    p.add_argument("--profile", default="smoke", help="smoke | cpu | paper (default: smoke)")
     p.add_argument("--store", default=None, help="run store (default: $INITLIB_STORE or runs/)")
     p.add_argument("--data-dir", default=None,
                    help="folder with cifar10.npz or cifar-10-batches-py (default: $INITLIB_DATA_DIR or data/)")

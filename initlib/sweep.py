@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import subprocess
 import sys
@@ -430,7 +429,3 @@ def sweep_for_notebook(params, profile, *, store_dir=None, data_dir=None, device
     summaries = run_sweep(sw.configs, store_dir, data_dir, workers=workers,
                           desc=sw.path.stem, progress=progress) if sw.configs else pd.DataFrame()
     return sw, summaries
-
-
-def steps_per_epoch(cfg) -> int:
-    return math.ceil(cfg["n_train"] / cfg["batch_size"])

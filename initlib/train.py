@@ -20,7 +20,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -28,7 +27,7 @@ import torch.nn.functional as F
 from . import store
 from .clocks import cumulative_clocks
 from .config import resolve
-from .data import augment_params, epoch_order, load_cifar10, random_crop_flip
+from .data import augment_params, epoch_order, load_cifar10, random_crop_flip, resolve_data_dir
 from .metrics import summarize
 from .models import build_model, kernels
 from .optim import build_optimizer, lr_factors, set_lr_factor
@@ -46,7 +45,7 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 def get_data(cfg, device, data_dir=None):
-    key = (str(data_dir), cfg["n_train"], cfg["n_val"], cfg["n_test"], cfg["split_seed"], str(device))
+    key = (str(resolve_data_dir(data_dir).resolve()), cfg["n_train"], cfg["n_val"], cfg["n_test"], cfg["split_seed"], str(device))
     if key not in _DATA_CACHE:
         _DATA_CACHE.clear()  # one data set on the device at a time
         _DATA_CACHE[key] = load_cifar10(data_dir, n_train=cfg["n_train"], n_val=cfg["n_val"],

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from initlib.models import build_model
-from initlib.optim import (Muon, build_optimizer, lr_factors, muon_update, newton_schulz5,
+from initlib.optim import (build_optimizer, lr_factors, muon_update, newton_schulz5,
                            set_lr_factor)
 
 
