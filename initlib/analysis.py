@@ -34,6 +34,19 @@ class Verdict:
         return f"{word}: {self.text}"
 
 
+def _over_seeds(per_seed: pd.DataFrame, by: list[str], **extra) -> pd.DataFrame:
+    """From one row per (group, seed) with its ``spread``: per group the mean spread and its
+    range over seeds (in pp), the ``extra`` aggregations, and the mean clocks reached."""
+    keys = by or ["_all"]
+    g = per_seed.assign(_all=0).groupby(keys, dropna=False)
+    out = g.agg(spread_pp=("spread", "mean"), spread_min_pp=("spread", "min"),
+                spread_max_pp=("spread", "max"), **extra,
+                **{c: (c, "mean") for c in CLOCKS}).reset_index()
+    for c in ("spread_pp", "spread_min_pp", "spread_max_pp"):
+        out[c] = 100 * out[c]
+    return out.drop(columns=["_all"], errors="ignore")
+
+
 def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Spread over sigma_w for each group ``by`` (mean and range over seeds), with the mean
     clocks reached, the fraction of runs that interpolated and the lowest max train acc."""
@@ -41,12 +54,7 @@ def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
                 .agg(spread=("test_acc_at_best_val", spread),
                      **{c: (c, "mean") for c in CLOCKS})
                 .reset_index())
-    g = per_seed.groupby(by, dropna=False)
-    out = g.agg(spread_pp=("spread", "mean"), spread_min_pp=("spread", "min"),
-                spread_max_pp=("spread", "max"), seeds=("seed", "nunique"),
-                **{c: (c, "mean") for c in CLOCKS}).reset_index()
-    for c in ("spread_pp", "spread_min_pp", "spread_max_pp"):
-        out[c] = 100 * out[c]
+    out = _over_seeds(per_seed, by, seeds=("seed", "nunique"))
     runs = summaries.groupby(by, dropna=False).agg(
         runs=("hash", "count"), interpolated=("interpolated", "mean"),
         min_max_train_acc=("max_train_acc", "min")).reset_index()
@@ -121,19 +129,14 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
                             "train_acc": last["train_acc"], **{c: last[c] for c in CLOCKS}})
         if not per_run:
             continue
-        pr = pd.DataFrame(per_run)
-        per_seed = pr.groupby(by + ["seed"], dropna=False).agg(
+        per_seed = pd.DataFrame(per_run).groupby(by + ["seed"], dropna=False).agg(
             spread=("acc", spread), min_train_acc=("train_acc", "min"),
             **{c: (c, "mean") for c in CLOCKS}).reset_index()
-        agg = per_seed.groupby(by, dropna=False) if by else [((), per_seed)]
-        for key, g in agg:
-            key = key if isinstance(key, tuple) else (key,)
-            rows.append({**dict(zip(by, key)), "horizon_epochs": E,
-                         "spread_pp": 100 * g["spread"].mean(), "spread_min_pp": 100 * g["spread"].min(),
-                         "spread_max_pp": 100 * g["spread"].max(),
-                         "min_train_acc": 100 * g["min_train_acc"].min(),
-                         **{c: g[c].mean() for c in CLOCKS}})
-    return pd.DataFrame(rows)
+        t = _over_seeds(per_seed, by, min_train_acc=("min_train_acc", "min"))
+        t["min_train_acc"] = 100 * t["min_train_acc"]
+        t.insert(len(by), "horizon_epochs", E)
+        rows.append(t)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
 def verdict_long_training(table: pd.DataFrame, main_horizon: int) -> Verdict:
