@@ -4,8 +4,10 @@
 #   make smoke        the six notebooks on a small CIFAR-10 subset (minutes on 2 CPU cores)
 #   make cpu          the qualitative CPU reproduction
 #   make all          the paper's full grid (GPUs; EXECUTOR=slurm to use a cluster)
-#   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE)
-#   make test         unit tests + nbval regression tests of the smoke notebooks
+#   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE;
+#                     never trains: a missing run is an error)
+#   make results      export the runs of PROFILE to results/PROFILE (metrics, no checkpoints)
+#   make test         unit tests + nbval regression tests (smoke retrained, results/cpu re-analysed)
 #   make lab          JupyterLab on notebooks/
 #   make clean        remove build/
 
@@ -24,7 +26,13 @@ endif
 
 PROFILE ?= smoke
 DEVICE ?= auto
-WORKERS ?= 1
+# Worker processes. Default: 1 for smoke (its goldens were made with one 2-thread process;
+# CPU numbers depend on the thread count), one single-thread worker per core for cpu (measured
+# on 2 cores: 1.25x the throughput of one 2-thread process; and 1-thread numbers do not
+# depend on how many cores the machine has), 1 elsewhere (GPUs: use RUNS_PER_GPU).
+WORKERS ?=
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+workers_for = $(or $(WORKERS),$(if $(filter cpu,$(1)),$(NPROC),1))
 EXECUTOR ?= local
 RUNS_PER_GPU ?=
 SWEEP_FLAGS ?=
@@ -32,7 +40,7 @@ NOTEBOOKS := 01_optimizer_dependence 02_long_training 03_l2_and_lr 04_batch_size
 LIB := $(wildcard initlib/*.py)
 INSTALLED := $(VENV)/.installed
 
-.PHONY: smoke cpu all paper figures test lab clean install plan status
+.PHONY: smoke cpu all paper figures results test lab clean install plan status
 .DELETE_ON_ERROR:
 .SECONDARY: build/smoke/.trained build/cpu/.trained build/paper/.trained
 
@@ -55,7 +63,7 @@ $(INSTALLED): pyproject.toml
 build/%/.trained: $(wildcard params/*.yaml) $(LIB) | $(INSTALLED)
 	@mkdir -p $(@D)
 	$(PY) -m initlib sweep $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $* --device $(DEVICE) \
-	  --workers $(WORKERS) --executor $(EXECUTOR) $(if $(RUNS_PER_GPU),--runs-per-gpu $(RUNS_PER_GPU)) $(SWEEP_FLAGS)
+	  --workers $(call workers_for,$*) --executor $(EXECUTOR) $(if $(RUNS_PER_GPU),--runs-per-gpu $(RUNS_PER_GPU)) $(SWEEP_FLAGS)
 	touch $@
 
 # One executed notebook (and its figures/<profile>/<name>.png/.pdf). A failed notebook is kept,
@@ -72,7 +80,10 @@ build/%.ipynb: notebooks/$$(notdir $$*).ipynb params/$$(notdir $$*).yaml build/$
 figures: | $(INSTALLED)
 	@if [ -d results/$(PROFILE) ]; then $(PY) -m initlib import results/$(PROFILE); fi
 	rm -f $(addprefix build/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
-	$(MAKE) $(addprefix build/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
+	INITLIB_NO_TRAIN=1 $(MAKE) $(addprefix build/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
+
+results: | $(INSTALLED)
+	$(PY) -m initlib export $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE) --out results/$(PROFILE)
 
 plan: | $(INSTALLED)
 	$(PY) -m initlib plan $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import store
-from .config import ConfigError
+from .config import ConfigError, run_hash
 from .data import DataNotFoundError
 
 
@@ -79,12 +79,18 @@ def cmd_sweep(args):
     sweeps = _sweeps(args, execution_overrides(args.device, args.compile))  # validates all first
     slurm = {"partition": args.partition, "time_min": args.time_min, "gpus": args.gpus,
              "cpus": args.cpus, "array_parallelism": args.array_parallelism}
+    # One sweep over the runs of all files: deduplicated (a run shared by two findings trains
+    # once) and longest first, so that parallel workers finish together.
+    from .sweep import order_longest_first
+    configs = order_longest_first([c for sw in sweeps for c in sw.all_configs()])
+    desc = sweeps[0].path.stem if len(sweeps) == 1 else f"{len(sweeps)} params files"
+    run_sweep(configs, args.store, args.data_dir, workers=args.workers,
+              runs_per_gpu=args.runs_per_gpu, executor=args.executor, slurm=slurm,
+              runs_per_task=args.runs_per_task, desc=desc)
     for sw in sweeps:
-        configs = sw.all_configs()
-        df = run_sweep(configs, args.store, args.data_dir, workers=args.workers,
-                       runs_per_gpu=args.runs_per_gpu, executor=args.executor, slurm=slurm,
-                       runs_per_task=args.runs_per_task, desc=sw.path.stem)
-        print(f"{sw.path}: {len(df)}/{len(configs)} runs done in {store.resolve_store(args.store)}")
+        cs = sw.all_configs()
+        done = sum(store.is_done(store.run_dir(args.store, c)) for c in cs)
+        print(f"{sw.path}: {done}/{len(cs)} runs done in {store.resolve_store(args.store)}")
 
 
 def cmd_status(args):
@@ -116,8 +122,9 @@ def cmd_plan(args):
 
 
 def cmd_export(args):
-    n = sum(store.export_runs(args.store, sw.all_configs(), args.out) for sw in _sweeps(args))
-    print(f"exported {n} runs to {args.out}")
+    unique = {run_hash(c): c for sw in _sweeps(args) for c in sw.all_configs()}
+    n = store.export_runs(args.store, list(unique.values()), args.out)
+    print(f"exported {n} of {len(unique)} runs to {args.out}")
 
 
 def cmd_import(args):

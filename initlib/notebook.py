@@ -39,11 +39,13 @@ class Finding:
 
 
 def run_finding(name: str, profile: str, *, data_dir=None, store_dir=None, out_dir=None,
-                device: str = "auto", workers: int = 1, progress: bool = True) -> Finding:
+                device: str = "auto", workers: int = 1, progress: bool = True,
+                train: bool = True) -> Finding:
     params = PROJECT_ROOT / "params" / f"{name}.yaml"
     sd = store.resolve_store(store_dir)
     sw, summaries = sweep_for_notebook(params, profile, store_dir=sd, data_dir=data_dir,
-                                       device=device, workers=workers, progress=progress)
+                                       device=device, workers=workers, progress=progress,
+                                       train=train)
     figures = Path(out_dir) if out_dir else PROJECT_ROOT / "figures" / profile
     n_src = sum(len(s.all_configs()) for s in sw.sources)
     print(f"{name} [{profile}]: {len(sw.configs)} runs" + (f" + {n_src} from sources" if n_src else "")

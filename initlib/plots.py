@@ -93,7 +93,7 @@ def spread_heatmap(table: pd.DataFrame, title: str, mark: tuple | None = None):
     for i in range(piv.shape[0]):
         for j in range(piv.shape[1]):
             v = piv.values[i, j]
-            ax.text(j, i, "n/a" if not np.isfinite(v) else f"{v:.1f}", ha="center", va="center",
+            ax.text(j, i, "not run" if not np.isfinite(v) else f"{v:.1f}", ha="center", va="center",
                     color="w" if np.isfinite(v) and v > np.nanmax(piv.values) / 2 else "k", fontsize=9)
     if mark is not None and mark[0] in piv.columns and mark[1] in piv.index:
         j, i = list(piv.columns).index(mark[0]), list(piv.index).index(mark[1])

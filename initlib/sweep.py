@@ -149,7 +149,11 @@ def one_line(cfg: dict, summary: dict) -> str:
             f"|W| {norm('initial_weight_norm')}->{norm('final_weight_norm')}")
 
 
-def work_through(configs, store_dir=None, data_dir=None, poll_s: float = 2.0, log=print) -> list[str]:
+def _print_now(msg: str) -> None:
+    print(msg, flush=True)  # a worker's stdout is a pipe or a log file: do not hold lines back
+
+
+def work_through(configs, store_dir=None, data_dir=None, poll_s: float = 2.0, log=_print_now) -> list[str]:
     """Train every config not yet done, waiting on runs claimed by live workers and taking
     over stale ones, until all are done. Returns the hashes of runs that raised."""
     pending, failed = [resolve(c) for c in configs], []
@@ -187,11 +191,20 @@ def _count_done(configs, store_dir) -> int:
 
 def run_sweep(configs, store_dir=None, data_dir=None, *, workers: int = 1,
               runs_per_gpu: int | None = None, executor: str = "local", slurm: dict | None = None,
-              runs_per_task: int = 1, desc: str = "runs", progress: bool = True) -> pd.DataFrame:
-    """Train what is missing and return the summaries of all ``configs`` as a DataFrame."""
+              runs_per_task: int = 1, desc: str = "runs", progress: bool = True,
+              train: bool = True) -> pd.DataFrame:
+    """Train what is missing and return the summaries of all ``configs`` as a DataFrame.
+
+    With ``train=False`` (or ``INITLIB_NO_TRAIN`` set) a missing run is an error instead."""
     store_dir = store.resolve_store(store_dir)
     configs = [resolve(c) for c in configs]
     missing = [c for c in configs if not store.is_done(store.run_dir(store_dir, c))]
+    if missing and (not train or os.environ.get("INITLIB_NO_TRAIN")):
+        raise RuntimeError(
+            f"{len(missing)} of {len(configs)} runs are not in the store {store_dir} and training "
+            f"is off (train=False, or INITLIB_NO_TRAIN as `make figures` sets): import shipped results first "
+            f"(python -m initlib import results/<profile> --store {store_dir}) or train them "
+            f"(make <profile>). First missing: {run_hash(missing[0])}")
     if missing:
         check_data_available(data_dir)  # a clear error before anything starts
         if executor == "local":
@@ -339,12 +352,39 @@ def run_cost(cfg: dict, macs_per_image: int) -> dict:
             "flops": flops}
 
 
+def order_longest_first(configs: list[dict]) -> list[dict]:
+    """Resolved configs without duplicates (by run hash), longest expected run first.
+
+    Workers take runs from the front of one list, so longest-first keeps them busy to the
+    end instead of leaving one long run alone at the tail. The expected cost is a rough CPU
+    model fitted to throughputs measured on 2 cores (ResNet-9 w0.125 ~2,000 img/s, ResNet-56
+    w0.25 ~380 img/s): per image, ~1 unit per million MACs plus ~2 per conv layer (depth
+    costs more than its MACs on a CPU). Used for ordering only.
+    """
+    import torch
+    from .models import build_model, count_macs
+    unique = {run_hash(c): resolve(c) for c in configs}
+    per_image: dict = {}
+
+    def cost(cfg):
+        key = (cfg["arch"], cfg["width"])
+        if key not in per_image:
+            m = build_model(cfg["arch"], width=cfg["width"])
+            convs = sum(isinstance(x, torch.nn.Conv2d) for x in m.modules())
+            per_image[key] = count_macs(m) / 1e6 + 2 * convs
+        c = run_cost(cfg, 1)
+        return per_image[key] * (c["train_images"] + c["eval_images"] / 3)
+    return sorted(unique.values(), key=cost, reverse=True)
+
+
 def plan(sweeps: list[Sweep], *, gpu: str = "h200", images_per_s: float | None = None,
          runs_per_gpu: int = 1, gpus: int = 1, measured: dict | None = None) -> pd.DataFrame:
-    """Per params file: runs, epochs, FLOPs and GPU-hours; the last row is the total."""
+    """Per params file: runs, epochs, FLOPs and GPU-hours; the last row is the total, where a
+    run that two files share (same hash) counts once, as it trains once."""
     from .models import build_model, count_macs
     macs_cache: dict = {}
-    rows = []
+    rows, seen = [], set()
+    total = {"params": "TOTAL (unique runs)", "runs": 0, "epochs": 0, "flops": 0.0, "gpu_hours": 0.0}
     for sw in sweeps:
         r = {"params": sw.path.name, "runs": len(sw.configs), "epochs": 0, "flops": 0.0, "gpu_hours": 0.0}
         for cfg in sw.configs:
@@ -359,13 +399,16 @@ def plan(sweeps: list[Sweep], *, gpu: str = "h200", images_per_s: float | None =
             else:
                 ips = ASSUMED_ACHIEVED_TFLOPS[gpu] * 1e12 / (6 * macs_cache[key])
             seconds = (c["train_images"] + c["eval_images"] / 3) / ips  # eval ~ 1/3 of a train step
-            r["epochs"] += c["epochs"]
-            r["flops"] += c["flops"]
-            r["gpu_hours"] += seconds / 3600
+            add = {"runs": 1, "epochs": c["epochs"], "flops": c["flops"], "gpu_hours": seconds / 3600}
+            for k in ("epochs", "flops", "gpu_hours"):
+                r[k] += add[k]
+            h = run_hash(cfg)
+            if h not in seen:
+                seen.add(h)
+                for k, v in add.items():
+                    total[k] += v
         rows.append(r)
-    df = pd.DataFrame(rows)
-    total = {"params": "TOTAL", **{k: df[k].sum() for k in ("runs", "epochs", "flops", "gpu_hours")}}
-    df = pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+    df = pd.concat([pd.DataFrame(rows), pd.DataFrame([total])], ignore_index=True)
     df["wall_hours"] = df["gpu_hours"] / max(1, gpus)
     return df
 
@@ -419,13 +462,13 @@ def execution_overrides(device=None, compile=None) -> dict:
 
 
 def sweep_for_notebook(params, profile, *, store_dir=None, data_dir=None, device="auto",
-                       workers: int = 1, progress: bool = True):
-    """What a notebook calls: expand, train what is missing (sources too), and return
-    (sweep, summaries DataFrame of this sweep's own configs)."""
+                       workers: int = 1, progress: bool = True, train: bool = True):
+    """What a notebook calls: expand, train what is missing (sources too; with train=False a
+    missing run is an error), and return (sweep, summaries DataFrame of its own configs)."""
     sw = load_params(params, profile, execution_overrides(device=device))
     for src in sw.sources:
         run_sweep(src.all_configs(), store_dir, data_dir, workers=workers,
-                  desc=src.path.stem, progress=progress)
-    summaries = run_sweep(sw.configs, store_dir, data_dir, workers=workers,
-                          desc=sw.path.stem, progress=progress) if sw.configs else pd.DataFrame()
+                  desc=src.path.stem, progress=progress, train=train)
+    summaries = run_sweep(sw.configs, store_dir, data_dir, workers=workers, desc=sw.path.stem,
+                          progress=progress, train=train) if sw.configs else pd.DataFrame()
     return sw, summaries

@@ -12,8 +12,13 @@ def pytest_configure(config):
     # Data: $INITLIB_DATA_DIR (the Makefile sets it), else the offline copy beside the checkout.
     if not os.environ.get("INITLIB_DATA_DIR") and (SHARED / "cifar10.npz").exists():
         os.environ["INITLIB_DATA_DIR"] = str(SHARED)
-    # A fresh, empty run store for this test session: the nbval notebooks must really train.
+    # A fresh, empty run store for this test session: the smoke nbval notebooks must really
+    # train. The shipped cpu results go in too: the cpu goldens (tests/golden_cpu, executed
+    # with train=False) re-analyse them and fail, rather than train, if a run is missing.
     os.environ["INITLIB_STORE"] = tempfile.mkdtemp(prefix="initlib-test-store-")
+    if (ROOT / "results" / "cpu").is_dir():
+        from initlib import store
+        store.import_runs(ROOT / "results" / "cpu", os.environ["INITLIB_STORE"])
 
 
 def tiny(**kw):

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import same_metrics, tiny
 from initlib import store
-from initlib.sweep import load_params, plan, run_sweep, run_workers, work_through
+from initlib.sweep import load_params, order_longest_first, plan, run_sweep, run_workers, work_through
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = [tiny(epochs=2, sigma_w=s, optimizer=o, lr=lr)
@@ -87,9 +87,27 @@ def test_submitit_executors_train_a_grid(tmp_path, executor):
 def test_plan_prints_a_total_for_the_paper_profile():
     sweeps = [load_params(p, "paper") for p in sorted((ROOT / "params").glob("0*.yaml"))]
     df = plan(sweeps, gpu="h200")
-    total = df[df["params"] == "TOTAL"].iloc[0]
-    assert total["runs"] == sum(len(s.configs) for s in sweeps) > 300
+    total = df[df["params"] == "TOTAL (unique runs)"].iloc[0]
+    from initlib.config import run_hash
+    unique = {run_hash(c) for s in sweeps for c in s.configs}
+    assert total["runs"] == len(unique) > 300   # a run shared by two files trains once
+    assert len(unique) < sum(len(s.configs) for s in sweeps)
     assert total["gpu_hours"] > 0 and total["flops"] > 1e18
     r = subprocess.run([sys.executable, "-m", "initlib", "plan", *map(str, sorted((ROOT / "params").glob("0*.yaml"))),
                         "--profile", "paper"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and "TOTAL" in r.stdout and "gpu_hours" in r.stdout
+
+
+def test_order_longest_first_drops_duplicates_and_starts_with_deep_and_long_runs():
+    short, long, deep = tiny(), tiny(epochs=6), tiny(arch="resnet56", width=0.25)
+    ordered = order_longest_first([short, long, dict(short), deep, short])
+    assert [(c["arch"], c["epochs"]) for c in ordered] == [("resnet56", 3), ("resnet9", 6), ("resnet9", 3)]
+
+
+def test_train_false_is_an_error_before_anything_trains(tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError, match="1 of 1 runs are not in the store"):
+        run_sweep([tiny()], tmp_path, train=False, progress=False)
+    monkeypatch.setenv("INITLIB_NO_TRAIN", "1")
+    with pytest.raises(RuntimeError, match="import shipped results first"):
+        run_sweep([tiny()], tmp_path, progress=False)
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,96 @@
+"""The tables and verdicts of initlib.analysis on hand-computed examples."""
+import math
+
+import pandas as pd
+import pytest
+
+from initlib import analysis
+from initlib.clocks import CLOCKS
+
+
+def runs(rows):
+    """Summaries as load_summaries gives them, from (group dict, sigma_w, seed, test acc)."""
+    out = []
+    for i, (group, sigma_w, seed, acc) in enumerate(rows):
+        out.append({"hash": f"{i:012x}", "sigma_w": sigma_w, "seed": seed, "test_acc_at_best_val": acc,
+                    "interpolated": True, "max_train_acc": 1.0, **{c: 1.0 for c in CLOCKS}, **group})
+    return pd.DataFrame(out)
+
+
+def opt_runs(spreads):
+    """Per optimizer and seed, two sigma_w runs whose accuracies differ by the given pp."""
+    rows = []
+    for opt, per_seed in spreads.items():
+        for seed, pp in enumerate(per_seed):
+            rows += [({"optimizer": opt, "lr": 0.1}, 0.1, seed, 0.5 + pp / 100),
+                     ({"optimizer": opt, "lr": 0.1}, 2.5, seed, 0.5)]
+    return runs(rows)
+
+
+def test_spread_table_mean_and_range_over_seeds():
+    t = analysis.spread_table(opt_runs({"sgd": [10.0, 14.0], "adam": [2.0, 3.0]}), ["optimizer"])
+    t = t.set_index("optimizer")
+    assert t.loc["sgd", "spread_pp"] == pytest.approx(12.0)
+    assert (t.loc["sgd", "spread_min_pp"], t.loc["sgd", "spread_max_pp"]) == pytest.approx((10.0, 14.0))
+    assert t.loc["adam", "spread_pp"] == pytest.approx(2.5)
+    assert t.loc["sgd", "seeds"] == 2 and t.loc["sgd", "runs"] == 4
+    assert analysis.seed_range_pp(t.reset_index()) == pytest.approx(4.0)
+    assert analysis.pp_with_range(t.loc["sgd"]) == "12.0 pp (10.0..14.0)"
+
+
+def test_optimizer_verdict_needs_a_gap_larger_than_the_seed_range():
+    # SGD 12 (10..14), adam 2.5: gap 9.5 > seed range 4 -> holds
+    t = analysis.spread_table(opt_runs({"sgd": [10.0, 14.0], "adam": [2.0, 3.0]}), ["optimizer"])
+    v = analysis.verdict_optimizer_dependence(t)
+    assert v.holds is True and "12.0 pp (10.0..14.0) > adam 2.5 pp + seed range 4.0 pp" in v.text
+    # SGD 12 (6..18), adam 2.5: gap 9.5 < seed range 12 -> does not hold
+    t = analysis.spread_table(opt_runs({"sgd": [6.0, 18.0], "adam": [2.0, 3.0]}), ["optimizer"])
+    assert analysis.verdict_optimizer_dependence(t).holds is False
+    assert "DOES NOT HOLD" in str(analysis.verdict_optimizer_dependence(t))
+    t = analysis.spread_table(opt_runs({"sgd": [6.0]}), ["optimizer"])
+    assert analysis.verdict_optimizer_dependence(t).holds is None
+
+
+def test_l2_verdict_compares_the_corner_cells():
+    table = pd.DataFrame({"lr": [0.2, 0.5, 0.5], "l2": [0.0, 0.0, 0.02], "spread_pp": [9.0, 6.0, 2.9]})
+    assert analysis.verdict_l2_lr(table).holds is True       # 2.9 < 9 / 3
+    table.loc[2, "spread_pp"] = 3.1
+    assert analysis.verdict_l2_lr(table).holds is False
+
+
+def test_batch_size_verdict_is_spearman_rho_positive():
+    assert analysis.spearman([16, 32, 64], [1.0, 3.0, 2.0]) == pytest.approx(0.5)
+    assert math.isnan(analysis.spearman([16, 32], [1.0, 2.0]))
+    t = pd.DataFrame({"batch_size": [16, 64, 256], "spread_pp": [1.0, 3.0, 2.0],
+                      "spread_min_pp": [1.0, 3.0, 2.0], "spread_max_pp": [1.0, 3.0, 2.0], "seeds": 1})
+    v = analysis.verdict_batch_size(t)
+    assert v.holds is True and "+0.50" in v.text
+    assert analysis.verdict_batch_size(t.assign(spread_pp=[3.0, 2.0, 1.0])).holds is False
+
+
+def test_long_training_verdict_allows_the_seed_range():
+    t = pd.DataFrame({"horizon_epochs": [60, 150], "spread_pp": [8.0, 7.5],
+                      "spread_min_pp": [8.0, 7.0], "spread_max_pp": [8.0, 8.0]})
+    assert analysis.verdict_long_training(t, 60).holds is True    # 7.5 >= 8.0 - 1.0
+    t["spread_pp"] = [8.0, 6.5]
+    assert analysis.verdict_long_training(t, 60).holds is False
+
+
+def test_depth_verdict():
+    s = pd.DataFrame({"arch": ["resnet9", "resnet9", "resnet56", "resnet56"], "sigma_w": [0.1, 2.5, 0.1, 2.5],
+                      "interpolated": [True, True, True, False]})
+    v = analysis.verdict_depth(s, 2.0)
+    assert v.holds is True and "resnet56 sigma_w=2.5" in v.text and "smaller sigma_w that interpolate: 1/1" in v.text
+    s.loc[1, "interpolated"] = False   # ResNet-9 fails there too
+    assert analysis.verdict_depth(s, 2.0).holds is False
+
+
+def test_clocks_verdict_per_family():
+    pts = pd.DataFrame({"family": ["T_SGD"] * 3 + ["T_adapt"] * 2, "T_SGD": [0.1, 0.2, 0.4, 0, 0],
+                        "T_adapt": [0, 0, 0, 1.0, 2.0], "spread_pp": [9.0, 8.0, 5.0, 3.0, 2.0]})
+    v, rho = analysis.verdict_clocks(pts)
+    assert v.holds is True
+    assert rho.set_index("clock").loc["T_SGD", "rho"] == pytest.approx(-1.0)
+    assert math.isnan(rho.set_index("clock").loc["T_adapt", "rho"])  # 2 points: undecided
+    pts.loc[2, "spread_pp"] = 10.0
+    assert analysis.verdict_clocks(pts)[0].holds is False
