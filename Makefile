@@ -2,7 +2,7 @@
 # run store, so rerunning a notebook only re-analyses.
 #
 #   make smoke        the six notebooks on a small CIFAR-10 subset (minutes on 2 CPU cores)
-#   make cpu          the qualitative CPU reproduction
+#   make cpu          the qualitative CPU reproduction (~2 h on 2 cores; shipped in results/cpu)
 #   make all          the paper's full grid (GPUs; EXECUTOR=slurm to use a cluster)
 #   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE;
 #                     never trains: a missing run is an error)
