@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import store
-from .config import ConfigError, run_hash
+from .config import ConfigError
 from .data import DataNotFoundError
 
 
@@ -81,7 +81,7 @@ def cmd_sweep(args):
              "cpus": args.cpus, "array_parallelism": args.array_parallelism}
     # One sweep over the runs of all files: deduplicated (a run shared by two findings trains
     # once) and longest first, so that parallel workers finish together.
-    from .sweep import order_longest_first
+    from .sweep import count_done, order_longest_first
     configs = order_longest_first([c for sw in sweeps for c in sw.all_configs()])
     desc = sweeps[0].path.stem if len(sweeps) == 1 else f"{len(sweeps)} params files"
     run_sweep(configs, args.store, args.data_dir, workers=args.workers,
@@ -89,8 +89,7 @@ def cmd_sweep(args):
               runs_per_task=args.runs_per_task, desc=desc)
     for sw in sweeps:
         cs = sw.all_configs()
-        done = sum(store.is_done(store.run_dir(args.store, c)) for c in cs)
-        print(f"{sw.path}: {done}/{len(cs)} runs done in {store.resolve_store(args.store)}")
+        print(f"{sw.path}: {count_done(cs, args.store)}/{len(cs)} runs done in {store.resolve_store(args.store)}")
 
 
 def cmd_status(args):
@@ -122,8 +121,9 @@ def cmd_plan(args):
 
 
 def cmd_export(args):
-    unique = {run_hash(c): c for sw in _sweeps(args) for c in sw.all_configs()}
-    n = store.export_runs(args.store, list(unique.values()), args.out)
+    from .sweep import unique_configs
+    unique = unique_configs(c for sw in _sweeps(args) for c in sw.all_configs())
+    n = store.export_runs(args.store, unique, args.out)
     print(f"exported {n} of {len(unique)} runs to {args.out}")
 
 

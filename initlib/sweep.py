@@ -185,7 +185,8 @@ def _progress_bar(total, desc):
     return tqdm(total=total, desc=desc, unit="run", dynamic_ncols=True, file=sys.stderr)
 
 
-def _count_done(configs, store_dir) -> int:
+def count_done(configs, store_dir) -> int:
+    """How many of ``configs`` are finished runs in the store."""
     return sum(store.is_done(store.run_dir(store_dir, c)) for c in configs)
 
 
@@ -246,7 +247,7 @@ def _run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progre
         if bar is None:
             return print(msg)
         bar.write(msg)
-        _set_bar(bar, _count_done(missing, store_dir))
+        _set_bar(bar, count_done(missing, store_dir))
     work_through(missing, store_dir, data_dir, log=log_and_tick)
     if bar is not None:
         bar.close()
@@ -285,9 +286,9 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
     while any(p.poll() is None for p in procs):
         time.sleep(poll_s)
         if bar is not None:
-            _set_bar(bar, _count_done(configs, store_dir))
+            _set_bar(bar, count_done(configs, store_dir))
     if bar is not None:
-        _set_bar(bar, _count_done(configs, store_dir))
+        _set_bar(bar, count_done(configs, store_dir))
         bar.close()
     os.unlink(qfile)
     return [p.returncode for p in procs]
@@ -349,7 +350,14 @@ def run_cost(cfg: dict, macs_per_image: int) -> dict:
     eval_images = (cfg["epochs"] + 1) * (cfg["n_train"] + cfg["n_val"] + cfg["n_test"])
     flops = 2 * macs_per_image * (3 * train_images + eval_images)
     return {"epochs": cfg["epochs"], "train_images": train_images, "eval_images": eval_images,
+            "train_equivalent_images": train_images + eval_images / 3,  # eval ~ 1/3 of a train step
             "flops": flops}
+
+
+def unique_configs(configs) -> list[dict]:
+    """Resolved configs, each run (by hash) once, in first-seen order: a run that two
+    findings share trains, exports and counts once."""
+    return list({run_hash(c): resolve(c) for c in configs}.values())
 
 
 def order_longest_first(configs: list[dict]) -> list[dict]:
@@ -363,7 +371,6 @@ def order_longest_first(configs: list[dict]) -> list[dict]:
     """
     import torch
     from .models import build_model, count_macs
-    unique = {run_hash(c): resolve(c) for c in configs}
     per_image: dict = {}
 
     def cost(cfg):
@@ -372,9 +379,8 @@ def order_longest_first(configs: list[dict]) -> list[dict]:
             m = build_model(cfg["arch"], width=cfg["width"])
             convs = sum(isinstance(x, torch.nn.Conv2d) for x in m.modules())
             per_image[key] = count_macs(m) / 1e6 + 2 * convs
-        c = run_cost(cfg, 1)
-        return per_image[key] * (c["train_images"] + c["eval_images"] / 3)
-    return sorted(unique.values(), key=cost, reverse=True)
+        return per_image[key] * run_cost(cfg, 1)["train_equivalent_images"]
+    return sorted(unique_configs(configs), key=cost, reverse=True)
 
 
 def plan(sweeps: list[Sweep], *, gpu: str = "h200", images_per_s: float | None = None,
@@ -398,7 +404,7 @@ def plan(sweeps: list[Sweep], *, gpu: str = "h200", images_per_s: float | None =
                 ips = images_per_s
             else:
                 ips = ASSUMED_ACHIEVED_TFLOPS[gpu] * 1e12 / (6 * macs_cache[key])
-            seconds = (c["train_images"] + c["eval_images"] / 3) / ips  # eval ~ 1/3 of a train step
+            seconds = c["train_equivalent_images"] / ips
             add = {"runs": 1, "epochs": c["epochs"], "flops": c["flops"], "gpu_hours": seconds / 3600}
             for k in ("epochs", "flops", "gpu_hours"):
                 r[k] += add[k]

@@ -18,8 +18,7 @@ import nbformat
 import papermill as pm
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ["01_optimizer_dependence", "02_long_training", "03_l2_and_lr", "04_batch_size",
-             "05_depth", "06_clocks"]
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("0*.ipynb"))
 OUT = {"smoke": ROOT / "tests" / "golden", "cpu": ROOT / "tests" / "golden_cpu"}
 
 
