@@ -1,15 +1,20 @@
 # initmem: one rule per executed notebook (and its figures); training runs are cached in the
 # run store, so rerunning a notebook only re-analyses.
 #
-#   make smoke        the six notebooks on a small CIFAR-10 subset (minutes on 2 CPU cores)
+#   make smoke        the notebooks on a small CIFAR-10 subset (minutes on 2 CPU cores)
 #   make cpu          the qualitative CPU reproduction (~2 h on 2 cores; shipped in results/cpu)
 #   make all          the paper's full grid (GPUs; EXECUTOR=slurm to use a cluster)
 #   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE;
-#                     never trains: a missing run is an error)
+#                     never trains: a missing run is an error); for cpu, also the README table
 #   make results      export the runs of PROFILE to results/PROFILE (metrics, no checkpoints)
-#   make test         unit tests + nbval regression tests (smoke retrained, results/cpu re-analysed)
-#   make lab          JupyterLab on notebooks/
+#   make site         a static HTML report of reports/PROFILE (build/site/PROFILE/index.html)
+#   make test         unit tests + the notebooks themselves (smoke trained, results/cpu re-analysed)
+#   make lab          JupyterLab on notebooks/ (the sources: an edit there is the edit)
+#   make strip        clear outputs a JupyterLab session saved into notebooks/*.ipynb
 #   make clean        remove build/
+#
+# The notebooks are found, not listed: a seventh finding is notebooks/07_x.ipynb plus
+# params/07_x.yaml, and every rule below picks it up.
 
 SHELL := /bin/bash
 VENV ?= .venv
@@ -36,20 +41,20 @@ workers_for = $(or $(WORKERS),$(if $(filter cpu,$(1)),$(NPROC),1))
 EXECUTOR ?= local
 RUNS_PER_GPU ?=
 SWEEP_FLAGS ?=
-NOTEBOOKS := 01_optimizer_dependence 02_long_training 03_l2_and_lr 04_batch_size 05_depth 06_clocks
+NOTEBOOKS := $(sort $(basename $(notdir $(wildcard notebooks/[0-9][0-9]_*.ipynb))))
 LIB := $(wildcard initlib/*.py)
 INSTALLED := $(VENV)/.installed
 
-.PHONY: smoke cpu all paper figures results test lab clean install plan status
+.PHONY: smoke cpu all paper figures results test lab clean install plan status site strip
 .DELETE_ON_ERROR:
 .SECONDARY: build/smoke/.trained build/cpu/.trained build/paper/.trained
 
-smoke: $(addprefix build/smoke/,$(NOTEBOOKS:=.ipynb))
-	@echo "executed notebooks: build/smoke/   figures: figures/smoke/"
-cpu: $(addprefix build/cpu/,$(NOTEBOOKS:=.ipynb))
-	@echo "executed notebooks: build/cpu/   figures: figures/cpu/"
-all paper: $(addprefix build/paper/,$(NOTEBOOKS:=.ipynb))
-	@echo "executed notebooks: build/paper/   figures: figures/paper/"
+smoke: $(addprefix reports/smoke/,$(NOTEBOOKS:=.ipynb))
+	@echo "executed notebooks: reports/smoke/   figures and verdicts: figures/smoke/"
+cpu: $(addprefix reports/cpu/,$(NOTEBOOKS:=.ipynb))
+	@echo "executed notebooks: reports/cpu/   figures and verdicts: figures/cpu/"
+all paper: $(addprefix reports/paper/,$(NOTEBOOKS:=.ipynb))
+	@echo "executed notebooks: reports/paper/   figures and verdicts: figures/paper/"
 
 install: $(INSTALLED)
 $(INSTALLED): pyproject.toml
@@ -66,21 +71,29 @@ build/%/.trained: $(wildcard params/*.yaml) $(LIB) | $(INSTALLED)
 	  --workers $(call workers_for,$*) --executor $(EXECUTOR) $(if $(RUNS_PER_GPU),--runs-per-gpu $(RUNS_PER_GPU)) $(SWEEP_FLAGS)
 	touch $@
 
-# One executed notebook (and its figures/<profile>/<name>.png/.pdf). A failed notebook is kept,
-# with its error, as build/<profile>/<name>.failed.ipynb.
+# One executed notebook, reports/<profile>/<name>.ipynb (with its figures and verdict in
+# figures/<profile>/). It is executed in build/ and moved into reports/ only when every cell
+# ran; a failed one is kept, with its error, as build/<profile>/<name>.failed.ipynb.
 .SECONDEXPANSION:
-build/%.ipynb: notebooks/$$(notdir $$*).ipynb params/$$(notdir $$*).yaml build/$$(firstword $$(subst /, ,$$*))/.trained $(LIB)
-	@mkdir -p $(@D)
-	$(PY) -m papermill $< $(@:.ipynb=.running.ipynb) -k python3 --cwd notebooks --progress-bar \
+reports/%.ipynb: notebooks/$$(notdir $$*).ipynb params/$$(notdir $$*).yaml build/$$(firstword $$(subst /, ,$$*))/.trained $(LIB)
+	@mkdir -p $(@D) build/$(*D)
+	$(PY) -m papermill $< build/$*.running.ipynb -k python3 --cwd notebooks --progress-bar \
 	  -p profile $(firstword $(subst /, ,$*)) -p device $(DEVICE) \
-	  || { mv $(@:.ipynb=.running.ipynb) $(@:.ipynb=.failed.ipynb); exit 1; }
-	rm -f $(@:.ipynb=.failed.ipynb)
-	mv $(@:.ipynb=.running.ipynb) $@
+	  || { mv build/$*.running.ipynb build/$*.failed.ipynb; exit 1; }
+	rm -f build/$*.failed.ipynb
+	mv build/$*.running.ipynb $@
 
 figures: | $(INSTALLED)
 	@if [ -d results/$(PROFILE) ]; then $(PY) -m initlib import results/$(PROFILE); fi
-	rm -f $(addprefix build/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
-	INITLIB_NO_TRAIN=1 $(MAKE) $(addprefix build/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
+	rm -f $(addprefix reports/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
+	INITLIB_NO_TRAIN=1 $(MAKE) $(addprefix reports/$(PROFILE)/,$(NOTEBOOKS:=.ipynb))
+	@if [ "$(PROFILE)" = cpu ]; then $(PY) tools/readme_results.py; fi
+
+site: | $(INSTALLED)
+	$(PY) tools/site.py $(PROFILE)
+
+strip: | $(INSTALLED)
+	$(VENV)/bin/jupyter nbconvert --clear-output --inplace $(addprefix notebooks/,$(NOTEBOOKS:=.ipynb))
 
 results: | $(INSTALLED)
 	$(PY) -m initlib export $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE) --out results/$(PROFILE)

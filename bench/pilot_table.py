@@ -4,7 +4,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from initlib import analysis, store  # noqa: E402
-from initlib.sweep import load_params  # noqa: E402
+from initlib.params import load_params  # noqa: E402
 
 sw = load_params(sys.argv[1], "cpu")
 s = store.load_summaries(sys.argv[2], sw.configs)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from initlib import store
 from initlib.config import run_hash
-from initlib.sweep import load_params
+from initlib.params import load_params
 
 ROOT = Path(__file__).resolve().parent.parent
 

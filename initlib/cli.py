@@ -5,11 +5,10 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from . import store
 from .config import ConfigError
-from .data import DataNotFoundError
+from .data import DataError, DataNotFoundError
 
 
 def _common(p):
@@ -39,7 +38,7 @@ def build_parser():
     p.add_argument("--cpus", type=int, default=8, help="CPUs per Slurm task")
     p.add_argument("--array-parallelism", type=int, default=64)
 
-    p = sub.add_parser("status", help="what is done and missing")
+    p = sub.add_parser("status", help="what is done, damaged, running, partial and missing")
     _common(p)
 
     p = sub.add_parser("plan", help="runs, epochs, FLOPs and GPU-hours before you spend them")
@@ -58,35 +57,47 @@ def build_parser():
     p.add_argument("src")
     p.add_argument("--store", default=None)
 
-    p = sub.add_parser("worker", help=argparse.SUPPRESS)
-    p.add_argument("--queue", required=True)
+    p = sub.add_parser("worker", help=argparse.SUPPRESS)  # reads its configs (JSON) on stdin
     p.add_argument("--store", required=True)
     p.add_argument("--data-dir", default=None)
     return ap
 
 
-def _sweeps(args, overrides=None):
-    from .sweep import load_params
+def _sweeps(args, overrides=None, bind=True):
+    """Read and validate every params file, then bind them to the data: all before anything
+    is written."""
+    from .params import load_params
+    from .sweep import bind_to_data
     if not args.params:
         raise ConfigError("name at least one params file, e.g. params/example.yaml")
-    return [load_params(p, args.profile, overrides) for p in args.params]
+    sweeps = [load_params(p, args.profile, overrides) for p in args.params]
+    if bind:
+        bind_to_data(sweeps, args.data_dir)
+    return sweeps
 
 
 def cmd_sweep(args):
-    from .sweep import execution_overrides, run_sweep
+    from .plan import order_longest_first
+    from .sweep import count_done, run_sweep
     if args.download:
         os.environ["INITLIB_DOWNLOAD"] = "1"
-    sweeps = _sweeps(args, execution_overrides(args.device, args.compile))  # validates all first
+    overrides = {k: v for k, v in (("device", args.device), ("compile", args.compile)) if v is not None}
+    sweeps = _sweeps(args, overrides)
     slurm = {"partition": args.partition, "time_min": args.time_min, "gpus": args.gpus,
              "cpus": args.cpus, "array_parallelism": args.array_parallelism}
     # One sweep over the runs of all files: deduplicated (a run shared by two findings trains
     # once) and longest first, so that parallel workers finish together.
-    from .sweep import count_done, order_longest_first
     configs = order_longest_first([c for sw in sweeps for c in sw.all_configs()])
     desc = sweeps[0].path.stem if len(sweeps) == 1 else f"{len(sweeps)} params files"
-    run_sweep(configs, args.store, args.data_dir, workers=args.workers,
-              runs_per_gpu=args.runs_per_gpu, executor=args.executor, slurm=slurm,
-              runs_per_task=args.runs_per_task, desc=desc)
+    try:
+        run_sweep(configs, args.store, args.data_dir, workers=args.workers,
+                  runs_per_gpu=args.runs_per_gpu, executor=args.executor, slurm=slurm,
+                  runs_per_task=args.runs_per_task, desc=desc)
+    except KeyboardInterrupt:
+        done = count_done(configs, args.store)
+        print(f"\nstopped: {done}/{len(configs)} runs done in {store.resolve_store(args.store)}; "
+              f"the same command resumes (at most the epoch in progress was lost)", file=sys.stderr)
+        return 130
     for sw in sweeps:
         cs = sw.all_configs()
         print(f"{sw.path}: {count_done(cs, args.store)}/{len(cs)} runs done in {store.resolve_store(args.store)}")
@@ -95,15 +106,24 @@ def cmd_sweep(args):
 def cmd_status(args):
     from collections import Counter
     for sw in _sweeps(args):
-        states = Counter(store.run_state(store.run_dir(args.store, c)) for c in sw.all_configs())
+        states, damaged = Counter(), []
+        for c in sw.all_configs():
+            rdir = store.run_dir(args.store, c)
+            state = store.run_state(rdir)
+            states[state] += 1
+            if state == "damaged":
+                damaged.append(store.damage(rdir))
         total = sum(states.values())
-        parts = ", ".join(f"{states[s]} {s}" for s in ("done", "running", "partial", "missing") if states[s])
+        parts = ", ".join(f"{states[s]} {s}" for s in ("done", "damaged", "running", "partial", "missing")
+                          if states[s])
         print(f"{sw.path} [{args.profile}]: {total} runs: {parts or 'none'}")
+        for d in damaged:
+            print(f"  damaged: {d} (sweep trains it again)")
 
 
 def cmd_plan(args):
-    from .sweep import format_plan, measure_images_per_s, plan
-    sweeps = _sweeps(args)
+    from .plan import format_plan, measure_images_per_s, plan
+    sweeps = _sweeps(args, bind=False)
     measured = None
     if args.measure:
         measured = {}
@@ -121,31 +141,40 @@ def cmd_plan(args):
 
 
 def cmd_export(args):
-    from .sweep import unique_configs
-    unique = unique_configs(c for sw in _sweeps(args) for c in sw.all_configs())
-    n = store.export_runs(args.store, unique, args.out)
+    from .params import unique_by_hash
+    unique = unique_by_hash(c for sw in _sweeps(args) for c in sw.all_configs())
+    n = store.export_runs(args.store, unique, args.out, warn=lambda m: print(m, file=sys.stderr))
     print(f"exported {n} of {len(unique)} runs to {args.out}")
 
 
 def cmd_import(args):
-    n = store.import_runs(args.src, args.store)
+    n = store.import_runs(args.src, args.store, warn=lambda m: print(m, file=sys.stderr))
     print(f"imported {n} runs into {store.resolve_store(args.store)}")
 
 
 def cmd_worker(args):
     import torch
+    from pathlib import Path
     from .sweep import work_through
     if os.environ.get("INITLIB_THREADS"):
         torch.set_num_threads(int(os.environ["INITLIB_THREADS"]))
-    configs = json.loads(Path(args.queue).read_text())
-    failed = work_through(configs, args.store, args.data_dir)
+    configs = json.loads(sys.stdin.read())
+    try:
+        failed = work_through(configs, Path(args.store), args.data_dir)
+    except KeyboardInterrupt:
+        return 130  # the sweep that started us says what happened, once
     return 1 if failed else 0
 
 
 def main(argv=None) -> int:
+    from .executors import stop_on_sigterm
     args = build_parser().parse_args(argv)
+    stop_on_sigterm()
     try:
         return globals()[f"cmd_{args.cmd}"](args) or 0
-    except (ConfigError, DataNotFoundError) as e:
+    except (ConfigError, DataNotFoundError, DataError, store.StoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\nstopped", file=sys.stderr)
+        return 130

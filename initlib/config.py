@@ -16,10 +16,12 @@ import json
 import math
 from typing import Any, Mapping
 
+from .data import CIFAR10_FINGERPRINT
+
 ARCHS = ("resnet9", "resnet20", "resnet56", "resnet110")
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "muon")
 SCHEDULES = ("constant", "cosine", "step")
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "fp64")
 
 # The defaults are the paper's main setting where the paper states it (ResNet-9, b=128,
 # 40k/10k split, 300 epochs, constant low-LR SGD at eta=1e-3, see ../shared/PAPER.md) and our
@@ -56,7 +58,11 @@ RUN_DEFAULTS: dict[str, Any] = {
     # run
     "seed": 0,               # initialization and data order together
     "precision": "fp32",
+    # the content fingerprint of the CIFAR-10 files (initlib.data.fingerprint); set by the
+    # sweep from the data it finds, never in a params file. Default: the full CIFAR-10.
+    "data": CIFAR10_FINGERPRINT,
 }
+DATA_KEY = "data"
 
 EXECUTION_DEFAULTS: dict[str, Any] = {
     "device": "auto",        # auto | cpu | cuda | cuda:N
@@ -90,6 +96,22 @@ def _check(cond: bool, source, key, msg):
         raise ConfigError(f"{_where(source, key)}{msg}")
 
 
+def _looks_numeric(v) -> bool:
+    try:
+        float(v)
+        return isinstance(v, str)
+    except (TypeError, ValueError):
+        return False
+
+
+def _number_hint(v) -> str:
+    """What to say when a number arrived as text (YAML 1.1 reads 5e-2 as a string)."""
+    if _looks_numeric(v):
+        return (f" (it was read as the text {v!r}: YAML reads exponents without a dot, like 5e-2, "
+                f"as text; write 5.0e-2 or 0.05)")
+    return ""
+
+
 def validate_keys(d: Mapping[str, Any], source: str | None = None) -> None:
     for k in d:
         if k not in ALL_KEYS:
@@ -109,18 +131,19 @@ def validate(cfg: Mapping[str, Any], source: str | None = None) -> None:
            f"unknown schedule {c['schedule']!r} (one of {SCHEDULES})")
     _check(c["precision"] in PRECISIONS, s, "precision",
            f"unknown precision {c['precision']!r} (one of {PRECISIONS})")
+    h = _number_hint
     for k in ("sigma_w", "width", "lr"):
-        _check(_is_num(c[k]) and c[k] > 0, s, k, f"must be a positive number, got {c[k]!r}")
+        _check(_is_num(c[k]) and c[k] > 0, s, k, f"must be a positive number, got {c[k]!r}{h(c[k])}")
     if c["aux_lr"] is not None:
         _check(_is_num(c["aux_lr"]) and c["aux_lr"] > 0, s, "aux_lr",
-               f"must be a positive number or null, got {c['aux_lr']!r}")
+               f"must be a positive number or null, got {c['aux_lr']!r}{h(c['aux_lr'])}")
     for k in ("l2", "weight_decay", "warmup_epochs"):
-        _check(_is_num(c[k]) and c[k] >= 0, s, k, f"must be a number >= 0, got {c[k]!r}")
+        _check(_is_num(c[k]) and c[k] >= 0, s, k, f"must be a number >= 0, got {c[k]!r}{h(c[k])}")
     for k in ("momentum", "muon_momentum", "beta1", "beta2"):
-        _check(_is_num(c[k]) and 0 <= c[k] < 1, s, k, f"must be in [0, 1), got {c[k]!r}")
-    _check(_is_num(c["eps"]) and c["eps"] > 0, s, "eps", f"must be > 0, got {c['eps']!r}")
+        _check(_is_num(c[k]) and 0 <= c[k] < 1, s, k, f"must be in [0, 1), got {c[k]!r}{h(c[k])}")
+    _check(_is_num(c["eps"]) and c["eps"] > 0, s, "eps", f"must be > 0, got {c['eps']!r}{h(c['eps'])}")
     _check(_is_num(c["step_gamma"]) and 0 < c["step_gamma"] <= 1, s, "step_gamma",
-           f"must be in (0, 1], got {c['step_gamma']!r}")
+           f"must be in (0, 1], got {c['step_gamma']!r}{h(c['step_gamma'])}")
     ms = c["step_milestones"]
     _check(isinstance(ms, (list, tuple)) and all(_is_num(m) and 0 < m < 1 for m in ms),
            s, "step_milestones", f"must be a list of fractions in (0, 1), got {ms!r}")
@@ -129,6 +152,12 @@ def validate(cfg: Mapping[str, Any], source: str | None = None) -> None:
     for k, most in (("n_train", 40000), ("n_val", 10000), ("n_test", 10000)):
         _check(_is_int(c[k]) and 10 <= c[k] <= most and c[k] % 10 == 0, s, k,
                f"must be a multiple of 10 in [10, {most}] (class-balanced subset), got {c[k]!r}")
+    _check(c["batch_size"] <= c["n_train"], s, "batch_size",
+           f"must be at most n_train ({c['n_train']}), got {c['batch_size']}: one step would see "
+           f"fewer images than b, and T_SGD = (1/b) sum eta^2 would count a batch that is not there")
+    _check(isinstance(c["data"], str) and len(c["data"]) == 16
+           and all(ch in "0123456789abcdef" for ch in c["data"]), s, "data",
+           f"must be a data fingerprint (16 hex digits, set by initlib), got {c['data']!r}")
     for k in ("seed", "split_seed"):
         _check(_is_int(c[k]) and c[k] >= 0, s, k, f"must be an integer >= 0, got {c[k]!r}")
     for k in ("augment", "compile", "keep_checkpoint"):

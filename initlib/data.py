@@ -1,6 +1,7 @@
 """CIFAR-10 as tensors on the training device: the paper's 40k/10k/10k split.
 
-Sources, tried in this order inside the data directory:
+Sources, tried in this order inside the data directory (both give the same arrays: torchvision's
+batches are put in the npz's canonical order, see :func:`canonical_order`):
 
 1. ``cifar10.npz`` (arrays ``x_train`` (50000,32,32,3) uint8, ``y_train``, ``x_test``,
    ``y_test``), e.g. the offline copy described in ``../shared/data/cifar10/README.md``;
@@ -22,6 +23,7 @@ resume-from-checkpoint give identical metrics).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 from dataclasses import dataclass
@@ -41,6 +43,10 @@ class DataNotFoundError(FileNotFoundError):
     pass
 
 
+class DataError(ValueError):
+    """A data file that is there but cannot be CIFAR-10 (truncated, wrong arrays or shapes)."""
+
+
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     if data_dir is None:
         data_dir = os.environ.get("INITLIB_DATA_DIR") or (PROJECT_ROOT / "data")
@@ -53,12 +59,15 @@ def _want_download(download: bool | None) -> bool:
     return os.environ.get("INITLIB_DOWNLOAD", "").lower() in ("1", "true", "yes")
 
 
+def data_available(data_dir=None) -> bool:
+    d = resolve_data_dir(data_dir)
+    return (d / "cifar10.npz").is_file() or (d / "cifar-10-batches-py").is_dir()
+
+
 def check_data_available(data_dir=None, download: bool | None = None) -> Path:
     """Return the data dir, or raise DataNotFoundError saying both ways to get CIFAR-10."""
     d = resolve_data_dir(data_dir)
-    if (d / "cifar10.npz").is_file() or (d / "cifar-10-batches-py").is_dir():
-        return d
-    if _want_download(download):
+    if data_available(d) or _want_download(download):
         return d
     raise DataNotFoundError(
         f"CIFAR-10 not found in {d}.\n"
@@ -69,32 +78,125 @@ def check_data_available(data_dir=None, download: bool | None = None) -> Path:
 
 
 _RAW_CACHE: dict[str, tuple] = {}
+NPZ_ARRAYS = ("x_train", "y_train", "x_test", "y_test")
+
+
+def _read_npz(path: Path) -> tuple:
+    try:
+        with np.load(path) as z:
+            missing = [k for k in NPZ_ARRAYS if k not in z.files]
+            if missing:
+                raise DataError(f"{path}: no array {', '.join(missing)} (needs {', '.join(NPZ_ARRAYS)})")
+            return (z["x_train"], z["y_train"].astype(np.int64), z["x_test"], z["y_test"].astype(np.int64))
+    except DataError:
+        raise
+    except Exception as e:  # noqa: BLE001 - BadZipFile, EOFError, pickle errors, ...
+        raise DataError(f"{path}: not a readable npz file ({type(e).__name__}: {e})") from None
+
+
+def canonical_order(labels: np.ndarray, names: list) -> np.ndarray:
+    """The order of ``cifar10.npz`` (see ../shared/data/cifar10/README.md): within each class
+    the files sorted by name, then the classes interleaved round-robin, i.e. sorted by (rank of
+    the file name within its class, class). Applied to torchvision's batches, whose files carry
+    the same names, it gives the npz's arrays, so both sources are one data set."""
+    rank = np.empty(len(labels), dtype=np.int64)
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        rank[idx[sorted(range(len(idx)), key=lambda i: names[idx[i]])]] = np.arange(len(idx))
+    return np.lexsort((labels, rank))
+
+
+def _read_torchvision(d: Path, download: bool) -> tuple:
+    import pickle
+    from torchvision.datasets import CIFAR10
+    d.mkdir(parents=True, exist_ok=True)
+    if download:
+        CIFAR10(str(d), train=True, download=True)
+    folder = d / "cifar-10-batches-py"
+
+    def read(files):
+        xs, ys, names = [], [], []
+        for f in files:
+            try:
+                with open(folder / f, "rb") as fh:
+                    b = pickle.load(fh, encoding="bytes")
+                xs.append(np.asarray(b[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+                ys.append(np.asarray(b[b"labels"], dtype=np.int64))
+                names += [n.decode() if isinstance(n, bytes) else str(n) for n in b[b"filenames"]]
+            except Exception as e:  # noqa: BLE001
+                raise DataError(f"{folder / f}: not a readable CIFAR-10 batch ({type(e).__name__}: {e})") from None
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        order = canonical_order(y, names)
+        return np.ascontiguousarray(x[order]), y[order]
+    x_tr, y_tr = read([f"data_batch_{i}" for i in range(1, 6)])
+    x_te, y_te = read(["test_batch"])
+    return x_tr, y_tr, x_te, y_te
 
 
 def load_raw(data_dir=None, download: bool | None = None):
-    """(x_train, y_train, x_test, y_test) as numpy uint8 HWC / int64, in file order."""
+    """(x_train, y_train, x_test, y_test) as numpy uint8 HWC / int64, in the canonical order
+    of ``cifar10.npz`` (torchvision's batches are reordered to it). Raises DataError, naming
+    the file, for anything that is not CIFAR-10-shaped."""
     d = check_data_available(data_dir, download)
     key = str(d.resolve())
     if key in _RAW_CACHE:
         return _RAW_CACHE[key]
     if (d / "cifar10.npz").is_file():
-        with np.load(d / "cifar10.npz") as z:
-            raw = (z["x_train"], z["y_train"].astype(np.int64),
-                   z["x_test"], z["y_test"].astype(np.int64))
+        src, raw = d / "cifar10.npz", _read_npz(d / "cifar10.npz")
     else:
-        from torchvision.datasets import CIFAR10
-        d.mkdir(parents=True, exist_ok=True)
-        tr = CIFAR10(str(d), train=True, download=_want_download(download))
-        te = CIFAR10(str(d), train=False, download=_want_download(download))
-        raw = (np.asarray(tr.data), np.asarray(tr.targets, dtype=np.int64),
-               np.asarray(te.data), np.asarray(te.targets, dtype=np.int64))
-    if raw[0].shape[1:] != (32, 32, 3) or raw[2].shape[1:] != (32, 32, 3) or len(raw[0]) != len(raw[1]):
-        raise ValueError(f"unexpected CIFAR-10 shapes in {d}: {raw[0].shape}, {raw[2].shape}")
-    if len(raw[0]) != 50000:
-        warnings.warn(f"{d}: a CIFAR-10 subset of {len(raw[0])} training images (full: 50,000); "
+        src, raw = d / "cifar-10-batches-py", _read_torchvision(d, _want_download(download))
+    x_tr, y_tr, x_te, y_te = raw
+    problems = []
+    for name, x, y in (("train", x_tr, y_tr), ("test", x_te, y_te)):
+        if x.ndim != 4 or x.shape[1:] != (32, 32, 3) or x.dtype != np.uint8:
+            problems.append(f"x_{name} has shape {x.shape} {x.dtype}, not (N, 32, 32, 3) uint8")
+        if y.shape != (len(x),):
+            problems.append(f"y_{name} has shape {y.shape}, not ({len(x)},)")
+        elif len(y) and (y.min() < 0 or y.max() >= NUM_CLASSES):
+            problems.append(f"y_{name} has labels outside 0..9")
+    if problems:
+        raise DataError(f"{src}: " + "; ".join(problems))
+    if len(x_tr) != 50000:
+        warnings.warn(f"{d}: a CIFAR-10 subset of {len(x_tr)} training images (full: 50,000); "
                       f"the train/validation split keeps the 4:1 ratio")
     _RAW_CACHE[key] = raw
     return raw
+
+
+# The fingerprint of the full CIFAR-10 (cifar10.npz of ../shared, or torchvision's download
+# in canonical order): what an analysis assumes when no data is at hand (it reads stored runs).
+CIFAR10_FINGERPRINT = "783494eed1948d52"
+_FP_CACHE: dict[tuple, str] = {}
+
+
+def fingerprint_arrays(raw) -> str:
+    """16 hex digits of sha256 over the four arrays (shape, dtype and bytes, in order)."""
+    h = hashlib.sha256()
+    for a in raw:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.shape}{a.dtype}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def fingerprint(data_dir=None) -> str:
+    """The content fingerprint of the data in ``data_dir``: part of every run's identity, so
+    that a run on other data (a subset, a corrupted copy) is another run."""
+    d = resolve_data_dir(data_dir)
+    src = d / "cifar10.npz" if (d / "cifar10.npz").is_file() else d / "cifar-10-batches-py"
+    st = src.stat() if src.exists() else None
+    key = (str(src.resolve()), st.st_size if st else None, st.st_mtime_ns if st else None)
+    if key not in _FP_CACHE:
+        _FP_CACHE[key] = fingerprint_arrays(load_raw(d))
+    return _FP_CACHE[key]
+
+
+def split_capacity(y_train_full: np.ndarray, split_seed: int) -> tuple[int, int]:
+    """The largest class-balanced (n_train, n_val) that the split of ``split_seed`` allows:
+    10 x the smallest class count on each side."""
+    tr, va = _split_sides(y_train_full, split_seed)
+    return (NUM_CLASSES * int(np.bincount(y_train_full[tr], minlength=NUM_CLASSES).min()),
+            NUM_CLASSES * int(np.bincount(y_train_full[va], minlength=NUM_CLASSES).min()))
 
 
 def balanced_subset(labels: np.ndarray, n: int) -> np.ndarray:
@@ -111,12 +213,16 @@ def balanced_subset(labels: np.ndarray, n: int) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
+def _split_sides(y_train_full: np.ndarray, split_seed: int):
+    perm = np.random.default_rng(split_seed).permutation(len(y_train_full))
+    n_tr_full = len(perm) * 4 // 5  # 40,000 of the 50,000 training images
+    return perm[:n_tr_full], perm[n_tr_full:]
+
+
 def split_indices(y_train_full: np.ndarray, split_seed: int, n_train: int, n_val: int):
     """Indices into the 50k training images for (train, val): seeded 40k/10k split, then
     class-balanced subsets of each side."""
-    perm = np.random.default_rng(split_seed).permutation(len(y_train_full))
-    n_tr_full = len(perm) * 4 // 5  # 40,000 of the 50,000 training images
-    tr, va = perm[:n_tr_full], perm[n_tr_full:]
+    tr, va = _split_sides(y_train_full, split_seed)
     if n_train < len(tr):
         tr = tr[balanced_subset(y_train_full[tr], n_train)]
     if n_val < len(va):

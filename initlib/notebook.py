@@ -1,15 +1,31 @@
-"""What every finding notebook does before its analysis: find its params file, train what
-is missing (cached runs are only re-read), and know where its figures go."""
+"""What every finding notebook does around its analysis: find its params file, train what is
+missing (cached runs are only re-read), save figures, and record its verdict as data.
+
+A notebook ends with ``f.report(verdict, table)``: it prints the verdict and its rule, and
+writes ``<figures>/<name>.verdict.json`` (the verdict, the rule, the paper's number and the
+table as the notebook printed it). The README's results table, ``make site`` and the tests
+read those files; nothing parses notebook output.
+"""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
 import pandas as pd
 
-from . import plots, store
+from . import analysis, plots, store
 from .data import PROJECT_ROOT
-from .sweep import Sweep, sweep_for_notebook
+from .params import Sweep, load_params
+from .sweep import bind_to_data, run_sweep
+
+CHECK_TAG = "check"  # cells whose printed output is the notebook's result (tables, verdicts)
+
+
+def _show(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
 
 
 @dataclass
@@ -28,14 +44,50 @@ class Finding:
     def epochs(self, configs=None) -> pd.DataFrame:
         return store.load_epochs(self.store_dir, configs if configs is not None else self.sweep.configs)
 
+    def source(self, stem: str) -> Sweep | None:
+        """The source sweep of this finding whose params file is ``<stem>.yaml``, if any."""
+        return next((s for s in self.sweep.sources if s.path.stem == stem), None)
+
     def source_summaries(self) -> pd.DataFrame:
         """Summaries of the runs of this finding's source sweeps (notebook 06)."""
-        return store.load_summaries(self.store_dir, [c for s in self.sweep.sources for c in s.all_configs()])
+        return store.load_summaries(self.store_dir, self.sweep.all_configs())
 
     def save(self, fig, stem: str | None = None) -> None:
         paths = plots.save(fig, self.figures_dir, stem or self.name)
-        print("saved", ", ".join(str(p.relative_to(PROJECT_ROOT)) if p.is_relative_to(PROJECT_ROOT)
-                                  else str(p) for p in paths))
+        print("saved", ", ".join(_show(p) for p in paths))
+
+    @property
+    def verdict_path(self) -> Path:
+        return self.figures_dir / f"{self.name}.verdict.json"
+
+    def report(self, verdict: analysis.Verdict, table: pd.DataFrame | None = None,
+               digits: int = 1) -> None:
+        """Print the verdict with its rule and write it, with the table, as data."""
+        label = self.name[:2] + " " + self.name[3:].replace("_", " ")
+        print(f"{label}: {verdict}")
+        print(f"Rule: {verdict.rule}")
+        record = {"finding": self.name, "profile": self.profile,
+                  "claim": " ".join(str(self.sweep.spec.get("claim", "")).split()),
+                  **verdict.to_dict()}
+        if table is not None:
+            record["table"] = {"columns": [str(c) for c in table.columns], "rows": len(table),
+                               "text": analysis.format_table(table, digits)}
+        self.figures_dir.mkdir(parents=True, exist_ok=True)
+        store.write_json(self.verdict_path, record)
+
+
+def sweep_for_notebook(params, profile, *, store_dir=None, data_dir=None, device="auto",
+                       workers: int = 1, progress: bool = True, train: bool = True):
+    """Expand and bind the params file, train what is missing (sources too; with train=False a
+    missing run is an error), and return (sweep, summaries DataFrame of its own configs)."""
+    sw = load_params(params, profile, {"device": device})
+    bind_to_data([sw], data_dir)
+    for src in sw.sources:
+        run_sweep(src.all_configs(), store_dir, data_dir, workers=workers,
+                  desc=src.path.stem, progress=progress, train=train)
+    summaries = run_sweep(sw.configs, store_dir, data_dir, workers=workers, desc=sw.path.stem,
+                          progress=progress, train=train) if sw.configs else pd.DataFrame()
+    return sw, summaries
 
 
 def run_finding(name: str, profile: str, *, data_dir=None, store_dir=None, out_dir=None,
@@ -49,5 +101,52 @@ def run_finding(name: str, profile: str, *, data_dir=None, store_dir=None, out_d
     figures = Path(out_dir) if out_dir else PROJECT_ROOT / "figures" / profile
     n_src = sum(len(s.all_configs()) for s in sw.sources)
     print(f"{name} [{profile}]: {len(sw.configs)} runs" + (f" + {n_src} from sources" if n_src else "")
-          + f", all done, store {sd}")
+          + f", all done, store {_show(sd)}")
     return Finding(name, profile, sw, summaries, sd, figures)
+
+
+# ---------------------------------------------------------------- executed notebooks
+def checked_outputs(nb) -> list[str]:
+    """The printed text of each cell tagged ``check``, in order: what a notebook reports."""
+    out = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", []):
+            text = []
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "stream" and o.get("name") == "stdout":
+                    text.append(o["text"])
+                elif o.get("output_type") in ("execute_result", "display_data"):
+                    text.append(o.get("data", {}).get("text/plain", ""))
+            out.append("".join(text))
+    return out
+
+
+def read_notebook(path) -> nbformat.NotebookNode:
+    return nbformat.read(str(path), as_version=4)
+
+
+def read_verdicts(folder) -> dict[str, dict]:
+    """Every ``<name>.verdict.json`` in a figures folder, by finding name."""
+    return {p.name[:-len(".verdict.json")]: json.loads(p.read_text())
+            for p in sorted(Path(folder).glob("*.verdict.json"))}
+
+
+# What each finding claims, in a few words (the paper's claims 1-6, ../shared/PAPER.md).
+TITLES = {
+    "01_optimizer_dependence": "1. Low-LR SGD remembers sigma_w; Adam, AdamW, Muon forget",
+    "02_long_training": "2. Long training is not enough",
+    "03_l2_and_lr": "3. Larger LR with explicit L2 makes SGD forget",
+    "04_batch_size": "4. The spread grows with the batch size",
+    "05_depth": "5. Deep ResNets fail to interpolate at large sigma_w",
+    "06_clocks": "6. Clocks, not epochs, govern forgetting",
+}
+
+
+def results_rows(figures_dir) -> list[dict]:
+    """One row per finding for the results tables (README, site), from the verdict files."""
+    rows = []
+    for name, v in read_verdicts(figures_dir).items():
+        word = {True: "holds", False: "does not hold at this scale", None: "undecided"}[v["holds"]]
+        rows.append({"name": name, "title": TITLES.get(name, name), "paper": v["paper"],
+                     "ours": v["ours"], "verdict": word, "rule": v["rule"]})
+    return rows

@@ -2,7 +2,7 @@
 
 Explicit L2 (``l2``, the paper's "explicit L2 weight decay", lambda in ``T_L2``) is a
 *coupled* penalty: ``lambda * w`` is added to every parameter's gradient before the
-optimizer sees it, for every optimizer alike. AdamW's and Muon's *decoupled* decay is the
+optimizer sees it, for every optimizer alike (:func:`add_l2_`, called in the training step). AdamW's and Muon's *decoupled* decay is the
 separate ``weight_decay`` hyperparameter.
 
 Muon follows the reference algorithm (K. Jordan, github.com/KellerJordan/Muon): momentum
@@ -29,7 +29,7 @@ def newton_schulz5(G: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.
     quintic Newton-Schulz iteration X <- aX + (bA + cA^2)X, A = X X^T, from X = G/||G||_F."""
     assert G.ndim == 2
     a, b, c = NS_COEFFS
-    X = G.bfloat16() if G.is_cuda else G.float()
+    X = G.bfloat16() if G.is_cuda else G.to(torch.promote_types(G.dtype, torch.float32))
     transposed = X.size(0) > X.size(1)
     if transposed:
         X = X.mT
@@ -96,32 +96,14 @@ class Muon(torch.optim.Optimizer):
                     p.mul_(1 - lr * wd).addcdiv_(m_hat, v_hat.sqrt_().add_(group["eps"]), value=-lr)
 
 
-class CoupledL2(torch.optim.Optimizer):
-    """Wrap an optimizer so that ``l2 * w`` is added to each gradient before it steps
-    (explicit L2: the gradient of (l2/2) * ||w||^2). ``param_groups`` and ``state`` are the
-    inner optimizer's, so learning-rate schedules and checkpoints see through the wrapper."""
-
-    def __init__(self, inner: torch.optim.Optimizer, l2: float):
-        self.inner, self.l2 = inner, float(l2)
-        self.param_groups = inner.param_groups
-        self.state = inner.state
-        self.defaults = inner.defaults
-
-    @torch.no_grad()
-    def step(self, closure=None):
-        if self.l2:
-            params = [p for g in self.param_groups for p in g["params"] if p.grad is not None]
-            torch._foreach_add_([p.grad for p in params], params, alpha=self.l2)
-        return self.inner.step()
-
-    def zero_grad(self, set_to_none: bool = True):
-        self.inner.zero_grad(set_to_none=set_to_none)
-
-    def state_dict(self):
-        return self.inner.state_dict()
-
-    def load_state_dict(self, sd):
-        self.inner.load_state_dict(sd)
+@torch.no_grad()
+def add_l2_(params, l2: float) -> None:
+    """Explicit (coupled) L2, the paper's lambda: add ``l2 * w`` to each gradient in place,
+    i.e. the gradient of (l2/2) * ||w||^2, before the optimizer steps. For every optimizer
+    alike (for Adam it is then rescaled by the preconditioner, unlike AdamW's decay)."""
+    params = [p for p in params if p.grad is not None]
+    if l2 and params:
+        torch._foreach_add_([p.grad for p in params], params, alpha=float(l2))
 
 
 def muon_param_groups(model: nn.Module, lr: float, aux_lr: float, momentum: float,
@@ -139,11 +121,12 @@ def muon_param_groups(model: nn.Module, lr: float, aux_lr: float, momentum: floa
                  weight_decay=weight_decay)]
 
 
-def build_optimizer(name: str, model: nn.Module, *, lr: float, l2: float = 0.0,
-                    weight_decay: float = 0.0, momentum: float = 0.9,
+def build_optimizer(name: str, model: nn.Module, *, lr: float, weight_decay: float = 0.0, momentum: float = 0.9,
                     muon_momentum: float = 0.95, beta1: float = 0.9, beta2: float = 0.999,
                     eps: float = 1e-8, aux_lr: float | None = None, **_ignored):
-    """The optimizer ``name`` over ``model``'s parameters, with explicit L2 ``l2`` coupled.
+    """The optimizer ``name`` over ``model``'s parameters. Explicit L2 is not here: it is
+    added to the gradients in the training step (:func:`add_l2_`), where it can be seen.
+    Which optimizers take decoupled ``weight_decay`` is checked once, in ``config.validate``.
 
     Each param group carries ``base_lr``; the trainer sets ``lr = base_lr * factor_k`` at
     step k from :func:`lr_factors`.
@@ -163,12 +146,9 @@ def build_optimizer(name: str, model: nn.Module, *, lr: float, l2: float = 0.0,
         inner = Muon(muon_param_groups(model, lr, aux, muon_momentum, betas, eps, weight_decay))
     else:
         raise ValueError(f"unknown optimizer {name!r}")
-    if name in ("sgd", "momentum", "adam") and weight_decay:
-        raise ValueError(f"{name}: decoupled weight_decay applies to adamw and muon only; "
-                         f"use l2 for explicit (coupled) L2")
     for g in inner.param_groups:
         g.setdefault("base_lr", g["lr"])
-    return CoupledL2(inner, l2)
+    return inner
 
 
 def set_lr_factor(optimizer, factor: float) -> None:

@@ -1,28 +1,43 @@
-"""The run store: one folder per run, keyed by the hash of its canonical config.
+"""The run store: one folder per run, keyed by the hash of its identity (its config and the
+fingerprint of the data it trains on).
 
-    <store>/<hash>/config.json    the full config (identity and execution keys)
+    <store>/<hash>/config.json    the identity, the full config and the data fingerprint
     <store>/<hash>/metrics.csv    per-epoch metrics (rewritten atomically every checkpoint)
-    <store>/<hash>/summary.json   written once, when the run has finished or diverged
+    <store>/<hash>/summary.json   written once, when the run has finished or diverged, with
+                                  the sha256 of config.json and metrics.csv
     <store>/<hash>/checkpoint.pt  model + optimizer + rows so far, while the run is unfinished
-    <store>/<hash>/lock           held by the worker that trains the run
-    <store>/<hash>/attempts.jsonl one line per (re)start of training: host, pid, from_epoch
+    <store>/<hash>/lock           exists while a worker trains the run (an OS lock on it)
+    <store>/<hash>/attempts.jsonl one line per (re)start: host, pid, from_epoch, provenance
+    <store>/<hash>/error.txt      the traceback of the last failed attempt (gone on success)
 
-A run is *done* when ``summary.json`` exists. Every file is written to a temporary name and
-``os.replace``d into place, so a crash or kill at any moment leaves either the old or the new
-file, never a torn one, and loses at most the epochs since the last checkpoint.
+**Done** means: ``summary.json`` parses, ``config.json`` parses and names this hash, and both
+files' checksums match the ones the summary recorded. Anything less is **damaged**: it is
+never served (``load_*``), exported or imported; ``status`` says so and ``sweep`` retrains it.
 
-Locks: a worker claims a run by creating ``lock`` with O_EXCL. The lock records host and
-pid and is touched after every epoch. A lock is stale when its process is gone (same host)
-or when it has not been touched for ``INITLIB_LOCK_STALE_S`` seconds (default 1800; other
-hosts, e.g. a dead Slurm task); a stale lock is taken over, and the run resumes from its
-checkpoint.
+**Writes** go to a temporary name and are ``os.replace``d into place, so a kill at any moment
+leaves either the old or the new file, and loses at most the epochs since the last
+checkpoint. Temporary files and the checkpoint of a finished run that a kill left behind are
+removed by the next worker that holds the run's lock.
+
+**Locks** are ``flock`` locks on ``lock``: the kernel releases them when their process dies,
+so a lock file left by a killed worker (empty, half written or naming a pid that now belongs
+to another process) is simply taken. The file records host and pid for people to read. On a
+shared filesystem the locks work where the filesystem supports ``flock`` (local disks, NFSv4,
+Lustre with ``-o flock``).
 """
 from __future__ import annotations
 
+import errno
+import fcntl
+import functools
+import io
+import hashlib
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -33,32 +48,79 @@ from .config import identity, run_hash
 from .data import PROJECT_ROOT
 from .metrics import summarize
 
-CONFIG, METRICS, SUMMARY, CHECKPOINT, LOCK, ATTEMPTS = (
-    "config.json", "metrics.csv", "summary.json", "checkpoint.pt", "lock", "attempts.jsonl")
+CONFIG, METRICS, SUMMARY, CHECKPOINT, LOCK, ATTEMPTS, ERROR = (
+    "config.json", "metrics.csv", "summary.json", "checkpoint.pt", "lock", "attempts.jsonl",
+    "error.txt")
 RUN_FILES = (CONFIG, METRICS, SUMMARY)  # what export ships (never checkpoints)
+CHECKSUMMED = (CONFIG, METRICS)
+
+
+class StoreError(OSError):
+    """The store cannot be used (not a folder, not writable); raised before any training."""
 
 
 def resolve_store(store_dir=None) -> Path:
+    """The store folder: ``store_dir``, else $INITLIB_STORE, else runs/ in the project."""
     if store_dir is None:
         store_dir = os.environ.get("INITLIB_STORE") or (PROJECT_ROOT / "runs")
     return Path(store_dir).expanduser()
+
+
+def check_writable(store_dir) -> Path:
+    """Create the store if needed and prove it writable, or raise StoreError saying why."""
+    d = resolve_store(store_dir)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / f".write-probe.{os.getpid()}.tmp"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except (OSError, ValueError) as e:
+        why = "it is a file, not a folder" if d.exists() and not d.is_dir() else (
+            e.strerror or str(e))
+        raise StoreError(f"run store {d}: cannot write there ({why}); pass --store DIR or set "
+                         f"INITLIB_STORE to a writable folder") from None
+    return d
 
 
 def run_dir(store_dir, cfg) -> Path:
     return resolve_store(store_dir) / run_hash(cfg)
 
 
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+_FAULTS: dict[str, int] = {}
+
+
+def fault_point(name: str) -> None:
+    """Fault injection for the kill tests: with INITLIB_FAULT="<name>@<n>" this process
+    SIGKILLs itself the n-th time it passes the point ``name``. A no-op otherwise."""
+    spec = os.environ.get("INITLIB_FAULT")
+    if not spec or spec.partition("@")[0] != name:
+        return
+    _FAULTS[name] = _FAULTS.get(name, 0) + 1
+    if _FAULTS[name] == int(spec.partition("@")[2] or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data[:len(data) // 2])
+            fault_point(f"writing:{path.name}")  # a kill inside the write: a torn temp file
+            f.write(data[len(data) // 2:])
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fault_point(f"wrote:{path.name}")
+    finally:
+        tmp.unlink(missing_ok=True)  # only there if the write failed
 
 
 def write_json(path: Path, obj) -> None:
-    _atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode())
+    _atomic_write_bytes(Path(path), (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode())
 
 
 def write_config(rdir: Path, cfg: dict) -> None:
@@ -67,36 +129,110 @@ def write_config(rdir: Path, cfg: dict) -> None:
         write_json(rdir / CONFIG, {"hash": rdir.name, "identity": identity(cfg), "config": cfg})
 
 
+def write_summary(rdir: Path, summary: dict) -> None:
+    """The summary, with the checksums that make the run verifiable; written last."""
+    write_json(rdir / SUMMARY, {**summary, "checksums": {f: sha256_file(rdir / f) for f in CHECKSUMMED}})
+
+
 def save_progress(rdir: Path, model, optimizer, rows: list[dict], status: str,
-                  keep_checkpoint: bool = False) -> None:
-    """Write metrics, then either a checkpoint (running) or the summary (finished/diverged)."""
+                  keep_checkpoint: bool = False) -> dict:
+    """Write metrics, then either a checkpoint (running) or the summary (finished/diverged).
+    Returns the summary of the rows so far."""
     epochs = pd.DataFrame(rows)
     _atomic_write_bytes(rdir / METRICS, epochs.to_csv(index=False).encode())
     if status == "running" or keep_checkpoint:
-        tmp = rdir / f".{CHECKPOINT}.{os.getpid()}.tmp"
+        buf = io.BytesIO()
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "rows": rows, "status": status}, tmp)
-        os.replace(tmp, rdir / CHECKPOINT)
+                    "rows": rows, "status": status}, buf)
+        _atomic_write_bytes(rdir / CHECKPOINT, buf.getvalue())
+    summary = summarize(epochs, status)
     if status != "running":
-        write_json(rdir / SUMMARY, summarize(epochs, status))
+        write_summary(rdir, summary)
         if not keep_checkpoint:
             (rdir / CHECKPOINT).unlink(missing_ok=True)
+        (rdir / ERROR).unlink(missing_ok=True)
+    return summary
 
 
-def log_attempt(rdir: Path) -> None:
-    """Append who starts training this run, and from which epoch (provenance of resumes)."""
-    ckpt_epochs = 0
-    if (rdir / METRICS).exists():
-        ckpt_epochs = max(0, len(pd.read_csv(rdir / METRICS)) - 1)
+# ---------------------------------------------------------------- provenance
+@functools.lru_cache(maxsize=1)
+def _git_commit() -> str | None:
+    try:
+        r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                           text=True, timeout=5)
+        return (r.stdout.strip() or None) if r.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _device_name() -> str:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or platform.machine()
+
+
+def log_attempt(rdir: Path, from_epoch: int) -> None:
+    """Append who (re)starts training this run, from which epoch, with what code and where."""
+    cfg = json.loads((rdir / CONFIG).read_text()) if (rdir / CONFIG).exists() else {}
+    line = {"host": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
+            "from_epoch": int(from_epoch), "git_commit": _git_commit(), "torch": torch.__version__,
+            "device": _device_name(), "threads": torch.get_num_threads(),
+            "data": cfg.get("identity", {}).get("data")}
     with open(rdir / ATTEMPTS, "a") as f:
-        f.write(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
-                            "torch": torch.__version__, "threads": torch.get_num_threads(),
-                            "from_epoch": ckpt_epochs if (rdir / CHECKPOINT).exists() else 0}) + "\n")
+        f.write(json.dumps(line) + "\n")
 
 
 def read_attempts(rdir: Path) -> list[dict]:
     p = rdir / ATTEMPTS
-    return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+
+
+# ---------------------------------------------------------------- integrity
+def damage(rdir: Path) -> str | None:
+    """None if the run is done and intact; else what is wrong, naming the file. A run
+    without summary.json is not damaged, only unfinished (see :func:`run_state`)."""
+    if not (rdir / SUMMARY).exists():
+        return None
+    try:
+        summary = json.loads((rdir / SUMMARY).read_text())
+        sums = summary["checksums"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{rdir / SUMMARY}: unreadable or without checksums"
+    for f in CHECKSUMMED:
+        p = rdir / f
+        if not p.is_file():
+            return f"{p}: missing"
+        if sha256_file(p) != sums.get(f):
+            return f"{p}: does not match the checksum in {SUMMARY} (truncated or changed)"
+    try:
+        name = json.loads((rdir / CONFIG).read_text()).get("hash")
+    except (OSError, ValueError):
+        return f"{rdir / CONFIG}: not valid JSON"
+    if name != rdir.name:
+        return f"{rdir / CONFIG}: names run {name}, not {rdir.name}"
+    return None
+
+
+def is_done(rdir: Path) -> bool:
+    """Finished (or diverged) and intact: safe to serve."""
+    return (rdir / SUMMARY).exists() and damage(rdir) is None
+
+
+def read_summary(rdir: Path) -> dict:
+    s = json.loads((rdir / SUMMARY).read_text())
+    s.pop("checksums", None)
+    return s
+
+
+def read_epochs(rdir: Path) -> pd.DataFrame:
+    return pd.read_csv(rdir / METRICS)
 
 
 def load_checkpoint(rdir: Path | None):
@@ -105,100 +241,98 @@ def load_checkpoint(rdir: Path | None):
     return torch.load(rdir / CHECKPOINT, map_location="cpu", weights_only=True)
 
 
-def is_done(rdir: Path) -> bool:
-    return (rdir / SUMMARY).exists()
+def leftovers(rdir: Path) -> list[Path]:
+    """Files a kill can leave behind: temporaries, and the checkpoint of a done run."""
+    out = sorted(rdir.glob(".*.tmp"))
+    if is_done(rdir) and (rdir / CHECKPOINT).exists():
+        keep = json.loads((rdir / CONFIG).read_text()).get("config", {}).get("keep_checkpoint")
+        if not keep:
+            out.append(rdir / CHECKPOINT)
+    return out
 
 
-def read_summary(rdir: Path) -> dict:
-    return json.loads((rdir / SUMMARY).read_text())
-
-
-def read_epochs(rdir: Path) -> pd.DataFrame:
-    return pd.read_csv(rdir / METRICS)
+def clear_for_retraining(rdir: Path) -> None:
+    """Remove a damaged run's files (not its attempts log) so that it trains from scratch."""
+    for f in (SUMMARY, METRICS, CONFIG, CHECKPOINT):
+        (rdir / f).unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- locks
-def _stale_after() -> float:
-    return float(os.environ.get("INITLIB_LOCK_STALE_S", 1800))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped) is dead for our purposes
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def lock_is_stale(lock: Path) -> bool:
-    try:
-        info = json.loads(lock.read_text())
-        age = time.time() - lock.stat().st_mtime
-    except (OSError, ValueError):
-        return False  # vanished or being written: not ours to judge now
-    if info.get("host") == socket.gethostname():
-        return not _pid_alive(int(info.get("pid", -1)))
-    return age > _stale_after()
-
-
-def _create_lock(lock: Path) -> bool:
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w") as f:
-        json.dump({"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}, f)
-    return True
+_HELD: dict[str, int] = {}  # run dir -> fd of the lock this process holds
 
 
 def try_lock(rdir: Path) -> bool:
-    """Claim the run: True if this process now holds its lock (taking over a stale one)."""
+    """Claim the run: True if this process now holds its lock. A lock file whose owner died
+    (however it was left: empty, garbage, a reused pid) is not held, so it is taken at once;
+    the previous owner, if the file names one, is said on stderr."""
     rdir.mkdir(parents=True, exist_ok=True)
-    lock = rdir / LOCK
-    if _create_lock(lock):
-        return True
-    if not lock_is_stale(lock):
+    path = rdir / LOCK
+    if str(rdir) in _HELD:
         return False
-    guard = rdir / (LOCK + ".takeover")  # one taker at a time
-    if guard.exists() and time.time() - guard.stat().st_mtime > 60:
-        guard.unlink(missing_ok=True)
-    if not _create_lock(guard):
-        return False
-    try:
-        if lock_is_stale(lock):
-            lock.unlink(missing_ok=True)
-        return _create_lock(lock)
-    finally:
-        guard.unlink(missing_ok=True)
-
-
-def touch_lock(rdir: Path) -> None:
-    try:
-        os.utime(rdir / LOCK)
-    except OSError:
-        pass
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        try:  # the file may have been unlinked by its releaser since we opened it
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    previous = os.read(fd, 4096).decode(errors="replace").strip()
+    if previous:
+        import sys
+        print(f"{rdir.name}: taking over the lock of a worker that is gone ({previous[:120]})",
+              file=sys.stderr, flush=True)
+    fault_point("locked")  # a kill between taking the lock and writing who holds it
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                              "since": time.time()}).encode(), 0)
+    _HELD[str(rdir)] = fd
+    for f in leftovers(rdir):  # we hold the lock: nobody else is writing here
+        f.unlink(missing_ok=True)
+    return True
 
 
 def release_lock(rdir: Path) -> None:
-    lock = rdir / LOCK
+    fd = _HELD.pop(str(rdir), None)
+    if fd is None:
+        return
     try:
-        if json.loads(lock.read_text()).get("pid") == os.getpid():
-            lock.unlink()
-    except (OSError, ValueError):
-        pass
+        (rdir / LOCK).unlink(missing_ok=True)  # unlink while still holding, then unlock
+    finally:
+        os.close(fd)
+
+
+def lock_is_held(rdir: Path) -> bool:
+    """True if some live process (this one included) holds the run's lock."""
+    if str(rdir) in _HELD:
+        return True
+    try:
+        fd = os.open(rdir / LOCK, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def run_state(rdir: Path) -> str:
-    """done | running (locked, live) | partial (checkpoint, nobody on it) | missing"""
-    if is_done(rdir):
-        return "done"
-    if (rdir / LOCK).exists() and not lock_is_stale(rdir / LOCK):
+    """done | damaged | running (a live worker holds it) | partial (a checkpoint, nobody on
+    it) | missing."""
+    if (rdir / SUMMARY).exists():
+        return "damaged" if damage(rdir) else "done"
+    if lock_is_held(rdir):
         return "running"
     if (rdir / CHECKPOINT).exists():
         return "partial"
@@ -207,7 +341,7 @@ def run_state(rdir: Path) -> str:
 
 # ---------------------------------------------------------------- loading many runs
 def load_summaries(store_dir, configs) -> pd.DataFrame:
-    """One row per config that is done: its identity keys, hash and summary."""
+    """One row per config that is done and intact: its identity keys, hash and summary."""
     rows = []
     for cfg in configs:
         rdir = run_dir(store_dir, cfg)
@@ -217,7 +351,7 @@ def load_summaries(store_dir, configs) -> pd.DataFrame:
 
 
 def load_epochs(store_dir, configs) -> pd.DataFrame:
-    """The per-epoch metrics of every done config, with its identity keys and hash."""
+    """The per-epoch metrics of every done and intact config, with its identity keys and hash."""
     frames = []
     for cfg in configs:
         rdir = run_dir(store_dir, cfg)
@@ -230,29 +364,40 @@ def load_epochs(store_dir, configs) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def export_runs(store_dir, configs, out_dir) -> int:
-    """Copy config, metrics and summary (no checkpoints) of every done config to out_dir."""
+def export_runs(store_dir, configs, out_dir, warn=print) -> int:
+    """Copy config, metrics and summary (no checkpoints) of every done and intact config to
+    out_dir; a damaged run is named and skipped."""
     n = 0
     for cfg in configs:
         src = run_dir(store_dir, cfg)
-        if is_done(src):
-            dst = Path(out_dir) / src.name
-            dst.mkdir(parents=True, exist_ok=True)
-            for f in RUN_FILES:
-                shutil.copy2(src / f, dst / f)
+        problem = damage(src)
+        if problem:
+            warn(f"not exported, damaged: {problem}")
+        elif is_done(src):
+            _copy_run(src, Path(out_dir) / src.name)
             n += 1
     return n
 
 
-def import_runs(src_dir, store_dir) -> int:
-    """Copy exported runs into the store (finished runs only; existing ones are kept)."""
+def _copy_run(src: Path, dst: Path) -> None:
+    """Copy a run's shipped files; the summary last, since it marks the run done."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in (CONFIG, METRICS, SUMMARY):
+        shutil.copy2(src / f, dst / f)
+
+
+def import_runs(src_dir, store_dir, warn=print) -> int:
+    """Copy exported runs into the store (intact finished runs only; existing ones are kept)."""
     n = 0
     for src in sorted(Path(src_dir).iterdir()):
-        if src.is_dir() and all((src / f).exists() for f in RUN_FILES):
-            dst = resolve_store(store_dir) / src.name
-            if not is_done(dst):
-                dst.mkdir(parents=True, exist_ok=True)
-                for f in (CONFIG, METRICS, SUMMARY):  # summary last: it marks the run done
-                    shutil.copy2(src / f, dst / f)
-                n += 1
+        if not src.is_dir():
+            continue
+        problem = damage(src) if (src / SUMMARY).exists() else f"{src}: no {SUMMARY}"
+        if problem:
+            warn(f"not imported, damaged: {problem}")
+            continue
+        dst = resolve_store(store_dir) / src.name
+        if not is_done(dst):
+            _copy_run(src, dst)
+            n += 1
     return n

@@ -7,7 +7,8 @@ and the cumulative clocks ``T_SGD``, ``T_L2``, ``T_adapt``. Epoch 0 is the initi
 
 GPU-first, CPU-correct: data and augmentation stay on the device, metrics are accumulated on
 the device and read once per epoch (no per-step host sync), channels_last, optional bf16
-autocast (``precision: bf16``) and ``torch.compile`` (``compile: true``). A non-finite loss
+autocast (``precision: bf16``), float64 (``precision: fp64``: for numerics checks, where
+rounding must not hide a change) and ``torch.compile`` (``compile: true``). A non-finite loss
 ends the run as ``diverged`` (recorded, not raised). With a ``run_dir``, a checkpoint is
 written atomically every ``checkpoint_every`` epochs and a killed run resumes from it to the
 same metrics it would have given uninterrupted (shuffling and augmentation are seeded per
@@ -27,10 +28,11 @@ import torch.nn.functional as F
 from . import store
 from .clocks import cumulative_clocks
 from .config import resolve
-from .data import augment_params, epoch_order, load_cifar10, random_crop_flip, resolve_data_dir
+from .data import (DataError, augment_params, epoch_order, fingerprint, load_cifar10,
+                   random_crop_flip, resolve_data_dir)
 from .metrics import summarize
 from .models import build_model, kernels
-from .optim import build_optimizer, lr_factors, set_lr_factor
+from .optim import add_l2_, build_optimizer, lr_factors, set_lr_factor
 
 EVAL_BATCH = 1000
 _DATA_CACHE: dict = {}
@@ -54,24 +56,27 @@ def get_data(cfg, device, data_dir=None):
     return _DATA_CACHE[key]
 
 
+DTYPES = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
+
+
 @torch.no_grad()
-def evaluate(model, split, data, autocast) -> tuple[torch.Tensor, torch.Tensor]:
+def evaluate(model, split, data, autocast, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean loss, accuracy) of ``model`` in eval mode over a split, as device tensors."""
     model.eval()
     loss_sum = torch.zeros((), device=split.y.device, dtype=torch.float64)
     correct = torch.zeros((), device=split.y.device, dtype=torch.long)
     for i in range(0, len(split), EVAL_BATCH):
-        x, y = data.normalize(split.x[i:i + EVAL_BATCH]), split.y[i:i + EVAL_BATCH]
+        x, y = data.normalize(split.x[i:i + EVAL_BATCH], dtype), split.y[i:i + EVAL_BATCH]
         with autocast():
             out = model(x)
-        loss_sum += F.cross_entropy(out.float(), y, reduction="sum").double()
+        loss_sum += F.cross_entropy(out.to(dtype), y, reduction="sum").double()
         correct += (out.argmax(1) == y).sum()
     return loss_sum / len(split), correct.double() / len(split)
 
 
 @torch.no_grad()
 def kernel_norms(model) -> dict[str, torch.Tensor]:
-    return {name: w.detach().float().norm() for name, w in kernels(model).items()}
+    return {name: w.detach().double().norm() for name, w in kernels(model).items()}
 
 
 def _maybe_compile(model, enabled: bool, device):
@@ -89,16 +94,19 @@ def _maybe_compile(model, enabled: bool, device):
         return model
 
 
-def train_epoch(fmodel, opt, data, cfg, epoch: int, lr_factors_of_epoch, autocast) -> torch.Tensor:
+def train_epoch(fmodel, opt, data, cfg, epoch: int, lr_factors_of_epoch, autocast,
+                dtype=torch.float32) -> torch.Tensor:
     """One pass over the shuffled (and, if asked, augmented) training split; returns the
-    summed minibatch loss as a device tensor (no host sync)."""
+    summed minibatch loss as a device tensor (no host sync). Every term of the update is
+    here: the minibatch loss, its gradient, explicit L2 (lambda * w, coupled), the step."""
     n, b = len(data.train), cfg["batch_size"]
     device = data.train.y.device
+    params = [p for p in fmodel.parameters() if p.requires_grad]
     fmodel.train()
     order = epoch_order(n, cfg["seed"], epoch, device)
     if cfg["augment"]:
         offsets, flips = augment_params(n, cfg["seed"], epoch, device)
-    loss_sum = torch.zeros((), device=device)
+    loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     for s, factor in enumerate(lr_factors_of_epoch):
         idx = order[s * b:(s + 1) * b]
         x = data.train.x[idx]
@@ -106,28 +114,55 @@ def train_epoch(fmodel, opt, data, cfg, epoch: int, lr_factors_of_epoch, autocas
             x = random_crop_flip(x, offsets[idx], flips[idx])
         set_lr_factor(opt, factor)
         with autocast():
-            loss = F.cross_entropy(fmodel(data.normalize(x)).float(), data.train.y[idx])
+            loss = F.cross_entropy(fmodel(data.normalize(x, dtype)).to(dtype), data.train.y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        add_l2_(params, cfg["l2"])
         opt.step()
-        loss_sum += loss.detach() * len(idx)
+        loss_sum += loss.detach().double() * len(idx)
     return loss_sum
+
+
+def record_epoch(epoch: int, fmodel, model, data, autocast, dtype, train_loss_running,
+                 lr: float, clocks_at_epoch: dict) -> dict:
+    """The metrics of one epoch (epoch 0: the initialization), with one host sync."""
+    metrics = {}
+    for split in ("train", "val", "test"):
+        metrics[f"{split}_loss"], metrics[f"{split}_acc"] = evaluate(fmodel, getattr(data, split), data,
+                                                                      autocast, dtype)
+    metrics["train_loss_running"] = train_loss_running
+    norms = {f"norm/{name}": v for name, v in kernel_norms(model).items()}
+    tensors = {**metrics, **norms}
+    values = dict(zip(tensors, torch.stack([t.double() for t in tensors.values()]).tolist()))
+    row = {"epoch": epoch, **{k: values[k] for k in metrics}}
+    row["weight_norm"] = math.sqrt(sum(values[k] ** 2 for k in norms))
+    row["lr"] = float(lr)
+    row.update({k: float(v) for k, v in clocks_at_epoch.items()})
+    row.update({k: values[k] for k in norms})
+    return row
 
 
 def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=None):
     """Train one run. Returns (per-epoch DataFrame, summary dict).
 
     ``on_epoch(epoch, row)`` is called after each epoch is recorded (and checkpointed);
-    tests use it to simulate a kill.
+    tests use it to simulate a kill. With a ``run_dir``, each (re)start is logged to its
+    attempts file with the epoch it starts from.
     """
     cfg = resolve(cfg)
     device = pick_device(cfg["device"])
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
+    found = fingerprint(data_dir)
+    if cfg["data"] != found:
+        raise DataError(f"{resolve_data_dir(data_dir)}: its data has fingerprint {found}, but this run "
+                        f"is the run on data {cfg['data']}: bind configs to the data they train on "
+                        f"(initlib.sweep.bind_to_data)")
     data = get_data(cfg, device, data_dir)
+    dtype = DTYPES[cfg["precision"]]
     model = build_model(cfg["arch"], width=cfg["width"], sigma_w=cfg["sigma_w"], seed=cfg["seed"])
-    model = model.to(device).to(memory_format=torch.channels_last)
+    model = model.to(device=device, dtype=dtype).to(memory_format=torch.channels_last)
     opt = build_optimizer(cfg["optimizer"], model, **cfg)
     n, b = len(data.train), cfg["batch_size"]
     steps_per_epoch = math.ceil(n / b)
@@ -140,23 +175,14 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
     fmodel = _maybe_compile(model, cfg["compile"], device)
 
     def record(epoch, train_loss_running, t0):
-        evals = {s: evaluate(fmodel, getattr(data, s), data, autocast) for s in ("train", "val", "test")}
-        norms = kernel_norms(model)
-        vec = torch.stack([t.double() for t in (*(v for pair in evals.values() for v in pair),
-                           train_loss_running, *norms.values())]).tolist()  # the one host sync of the epoch
-        row = {"epoch": epoch}
-        for i, s in enumerate(evals):
-            row[f"{s}_loss"], row[f"{s}_acc"] = vec[2 * i], vec[2 * i + 1]
-        row["train_loss_running"] = vec[6]
-        layer = vec[7:]
-        row["weight_norm"] = math.sqrt(sum(v * v for v in layer))
-        row["lr"] = float(cfg["lr"] * factors[max(0, epoch * steps_per_epoch - 1)])
-        for k in clocks:
-            row[k] = float(clocks[k][epoch - 1]) if epoch else 0.0
-        row.update({f"norm/{name}": v for name, v in zip(norms, layer)})
+        row = record_epoch(epoch, fmodel, model, data, autocast, dtype, train_loss_running,
+                           cfg["lr"] * factors[max(0, epoch * steps_per_epoch - 1)],
+                           {k: clocks[k][epoch - 1] if epoch else 0.0 for k in clocks})
         row["wall_s"] = time.perf_counter() - t0
         return row
 
+    if run_dir is not None:
+        store.write_config(run_dir, cfg)
     ckpt = store.load_checkpoint(run_dir) if run_dir is not None else None
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
@@ -164,13 +190,14 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
         rows, status = ckpt["rows"], ckpt["status"]
     else:
         rows, status = [record(0, torch.tensor(math.nan, device=device), time.perf_counter())], "running"
+    if run_dir is not None:
+        store.log_attempt(run_dir, from_epoch=len(rows) - 1)
 
+    summary = None
     for epoch in range(len(rows), cfg["epochs"] + 1):
-        if status != "running":
-            break
         t0 = time.perf_counter()
         epoch_factors = factors[(epoch - 1) * steps_per_epoch:epoch * steps_per_epoch]
-        loss_sum = train_epoch(fmodel, opt, data, cfg, epoch, epoch_factors, autocast)
+        loss_sum = train_epoch(fmodel, opt, data, cfg, epoch, epoch_factors, autocast, dtype)
         row = record(epoch, loss_sum / n, t0)
         rows.append(row)
         if not all(math.isfinite(row[k]) for k in ("train_loss_running", "train_loss", "val_loss")):
@@ -178,8 +205,11 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
         elif epoch == cfg["epochs"]:
             status = "finished"
         if run_dir is not None and (status != "running" or epoch % cfg["checkpoint_every"] == 0):
-            store.save_progress(run_dir, model, opt, rows, status, keep_checkpoint=cfg["keep_checkpoint"])
+            summary = store.save_progress(run_dir, model, opt, rows, status,
+                                          keep_checkpoint=cfg["keep_checkpoint"])
         if on_epoch is not None:
             on_epoch(epoch, row)
+        if status != "running":
+            break
     epochs = pd.DataFrame(rows)
-    return epochs, summarize(epochs, status)
+    return epochs, summary if summary is not None else summarize(epochs, status)

@@ -12,9 +12,9 @@ def pytest_configure(config):
     # Data: $INITLIB_DATA_DIR (the Makefile sets it), else the offline copy beside the checkout.
     if not os.environ.get("INITLIB_DATA_DIR") and (SHARED / "cifar10.npz").exists():
         os.environ["INITLIB_DATA_DIR"] = str(SHARED)
-    # A fresh, empty run store for this test session: the smoke nbval notebooks must really
-    # train. The shipped cpu results go in too: the cpu goldens (tests/golden_cpu, executed
-    # with train=False) re-analyse them and fail, rather than train, if a run is missing.
+    # A fresh, empty run store for this test session: the smoke notebooks must really train.
+    # The shipped cpu results go in too: the cpu notebooks (executed with train=False)
+    # re-analyse them and fail, rather than train, if a run is missing.
     os.environ["INITLIB_STORE"] = tempfile.mkdtemp(prefix="initlib-test-store-")
     if (ROOT / "results" / "cpu").is_dir():
         from initlib import store
@@ -26,7 +26,8 @@ def tiny(**kw):
     cfg = dict(arch="resnet9", width=0.125, n_train=100, n_val=50, n_test=50, epochs=3,
                batch_size=32, lr=0.05, optimizer="sgd", sigma_w=1.0, seed=0)
     cfg.update(kw)
-    return cfg
+    from initlib.config import resolve
+    return resolve(cfg)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ def runs(rows):
     out = []
     for i, (group, sigma_w, seed, acc) in enumerate(rows):
         out.append({"hash": f"{i:012x}", "sigma_w": sigma_w, "seed": seed, "test_acc_at_best_val": acc,
-                    "interpolated": True, "max_train_acc": 1.0, **{c: 1.0 for c in CLOCKS}, **group})
+                    "interpolated": True, "max_train_acc": 1.0, "status": "finished", **{c: 1.0 for c in CLOCKS}, **group})
     return pd.DataFrame(out)
 
 
@@ -78,7 +78,7 @@ def test_long_training_verdict_allows_the_seed_range():
 
 def test_depth_verdict():
     s = pd.DataFrame({"arch": ["resnet9", "resnet9", "resnet56", "resnet56"], "sigma_w": [0.1, 2.5, 0.1, 2.5],
-                      "interpolated": [True, True, True, False]})
+                      "interpolated": [True, True, True, False], "status": ["finished"] * 4})
     v = analysis.verdict_depth(s, 2.0)
     assert v.holds is True and "resnet56 sigma_w=2.5" in v.text and "smaller sigma_w that interpolate: 1/1" in v.text
     s.loc[1, "interpolated"] = False   # ResNet-9 fails there too
@@ -94,3 +94,37 @@ def test_clocks_verdict_per_family():
     assert math.isnan(rho.set_index("clock").loc["T_adapt", "rho"])  # 2 points: undecided
     pts.loc[2, "spread_pp"] = 10.0
     assert analysis.verdict_clocks(pts)[0].holds is False
+
+
+def test_diverged_runs_make_a_spread_undefined_not_smaller():
+    """A group in which 2 of 3 runs diverged has no spread (nan), says so, and decides nothing."""
+    rows = [({"optimizer": "sgd", "lr": 0.1}, s, 0, a) for s, a in ((0.1, 0.6), (1.0, 0.5), (2.5, 0.4))]
+    rows += [({"optimizer": "adam", "lr": 0.1}, s, 0, a) for s, a in ((0.1, 0.5), (1.0, math.nan), (2.5, math.nan))]
+    summaries = runs(rows)
+    summaries.loc[4:5, "status"] = "diverged"
+    t = analysis.spread_table(summaries, ["optimizer"]).set_index("optimizer")
+    assert t.loc["sgd", "spread_pp"] == pytest.approx(20.0) and t.loc["sgd", "diverged"] == 0
+    assert math.isnan(t.loc["adam", "spread_pp"]) and t.loc["adam", "diverged"] == 2
+    assert t.loc["adam", "missing"] == 0
+    v = analysis.verdict_optimizer_dependence(t.reset_index())
+    assert v.holds is None and "adam" in v.text
+    # a run that is not there at all: counted as missing, spread undefined
+    t = analysis.spread_table(summaries.drop(index=[0]), ["optimizer"]).set_index("optimizer")
+    assert t.loc["sgd", "missing"] == 1 and math.isnan(t.loc["sgd", "spread_pp"])
+
+
+def test_depth_verdict_leaves_diverged_runs_out():
+    s = pd.DataFrame({"arch": ["resnet9", "resnet9", "resnet56", "resnet56"], "sigma_w": [0.1, 2.5, 0.1, 2.5],
+                      "interpolated": [True, True, True, False], "status": ["finished", "finished", "finished", "diverged"]})
+    v = analysis.verdict_depth(s, 2.0)
+    assert v.holds is None and "(1 diverged)" in v.text      # not counted as a failure
+    s = pd.concat([s, s.iloc[[3]].assign(status="finished", interpolated=True)], ignore_index=True)
+    v = analysis.verdict_depth(s, 2.0)
+    assert v.holds is False and "fail to interpolate: none" in v.text
+    assert "left out, diverged: resnet56 sigma_w=2.5" in v.text
+
+
+def test_every_verdict_carries_its_rule():
+    v = analysis.verdict_l2_lr(pd.DataFrame({"lr": [0.2, 0.5], "l2": [0.0, 0.02], "spread_pp": [9.0, 1.0]}))
+    assert v.rule.startswith("Holds if the spread in the largest-lr, largest-L2 cell")
+    assert v.to_dict()["rule"] == v.rule and v.to_dict()["holds"] is True

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from initlib.config import ConfigError, resolve, run_hash
-from initlib.sweep import load_params
+from initlib.params import load_params
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def test_error_names_file_profile_and_key(tmp_path):
     with pytest.raises(ConfigError, match=r"bad.yaml: profile 'smoke': key 'sigma_w'"):
         load_params(p, "smoke")
     p = write(tmp_path, "profiles:\n  smoke:\n    base: {optimiser: sgd}\n")
-    with pytest.raises(ConfigError, match=r"bad.yaml: profile 'smoke': key 'optimiser': unknown key"):
+    with pytest.raises(ConfigError, match=r"bad.yaml: profile 'smoke': base: key 'optimiser': unknown key"):
         load_params(p, "smoke")
     p = write(tmp_path, "profiles:\n  smoke:\n    grids: {}\n")
     with pytest.raises(ConfigError, match=r"unknown key 'grids'"):
@@ -60,7 +60,7 @@ def test_cli_rejects_bad_config_before_training(tmp_path):
 
 
 def test_cli_missing_data_says_how_to_get_it(tmp_path):
-    p = write(tmp_path, "profiles:\n  smoke:\n    base: {n_train: 100, n_val: 50, n_test: 50, epochs: 1}\n"
+    p = write(tmp_path, "profiles:\n  smoke:\n    base: {n_train: 100, n_val: 50, n_test: 50, epochs: 1, batch_size: 32}\n"
                         "    grid: {sigma_w: [1.0]}\n")
     r = subprocess.run([sys.executable, "-m", "initlib", "sweep", str(p), "--store", str(tmp_path / "s"),
                         "--data-dir", str(tmp_path / "nodata")], capture_output=True, text=True, cwd=ROOT)

@@ -5,7 +5,8 @@ import torch
 from conftest import tiny
 from initlib import store
 from initlib.config import run_hash
-from initlib.sweep import run_sweep, run_workers
+from initlib.executors import run_workers
+from initlib.sweep import run_sweep
 from initlib.train import train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

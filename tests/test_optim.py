@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from initlib.models import build_model
-from initlib.optim import (build_optimizer, lr_factors, muon_update, newton_schulz5,
+from initlib.optim import (add_l2_, build_optimizer, lr_factors, muon_update, newton_schulz5,
                            set_lr_factor)
 
 
@@ -66,10 +66,11 @@ def test_muon_routes_parameters_by_role_and_trains_4d_kernels():
 def test_coupled_l2_is_added_to_the_gradient(name):
     """With a zero loss gradient, SGD's only update is the L2 term: w <- w - lr * l2 * w."""
     lin = nn.Sequential(nn.Conv2d(2, 2, 1), nn.Linear(2, 2), nn.Linear(2, 2))
-    opt = build_optimizer(name, lin, lr=0.1, l2=0.01)
+    opt = build_optimizer(name, lin, lr=0.1)
     before = [p.detach().clone() for p in lin.parameters()]
     for p in lin.parameters():
         p.grad = torch.zeros_like(p)
+    add_l2_(lin.parameters(), 0.01)
     opt.step()
     after = list(lin.parameters())
     if name in ("sgd", "momentum"):
@@ -82,8 +83,9 @@ def test_coupled_l2_is_added_to_the_gradient(name):
 
 
 def test_decoupled_weight_decay_is_separate_from_l2():
-    with pytest.raises(ValueError, match="weight_decay applies to adamw and muon"):
-        build_optimizer("sgd", nn.Linear(2, 2), lr=0.1, weight_decay=0.1)
+    from initlib.config import ConfigError, validate
+    with pytest.raises(ConfigError, match="weight_decay applies to adamw and muon"):
+        validate({"optimizer": "sgd", "weight_decay": 0.1})
 
 
 def test_lr_factors_hand_computed():

@@ -9,16 +9,31 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_six_notebooks_stored_without_outputs_with_a_parameters_cell():
+def test_notebooks_are_the_only_source_stored_without_outputs():
+    """notebooks/*.ipynb are the sources (edited in JupyterLab); executed copies live in
+    reports/<profile>/. No generator or golden copy of a cell exists anywhere else."""
     assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
     for p in NOTEBOOKS:
         nb = json.loads(p.read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-        assert all(not c["outputs"] and c["execution_count"] is None for c in code), p.name
+        assert all(not c["outputs"] and c["execution_count"] is None for c in code), \
+            f"{p.name} has outputs: `make strip` clears them"
         assert sum("parameters" in c["metadata"].get("tags", []) for c in code) == 1, p.name
-        assert (ROOT / "params" / f"{p.stem}.yaml").exists()
-        assert any("# NBVAL_CHECK_OUTPUT" in "".join(c["source"]) and "verdict" in "".join(c["source"])
+        assert any("check" in c["metadata"].get("tags", []) and "f.report(" in "".join(c["source"])
                    for c in code), p.name
+    assert not (ROOT / "tools" / "make_notebooks.py").exists()
+    assert not (ROOT / "tests" / "golden").exists() and not (ROOT / "tests" / "golden_cpu").exists()
+
+
+def test_committed_reports_are_executed_copies_of_the_sources():
+    """Each reports/cpu notebook has the source's cells (code and text) with outputs."""
+    for p in NOTEBOOKS:
+        src = json.loads(p.read_text())["cells"]
+        rep = [c for c in json.loads((ROOT / "reports" / "cpu" / p.name).read_text())["cells"]
+               if "injected-parameters" not in c["metadata"].get("tags", [])]
+        assert ["".join(c["source"]) for c in rep] == ["".join(c["source"]) for c in src], \
+            f"reports/cpu/{p.name} is stale: make figures PROFILE=cpu"
+        assert any(o.get("output_type") == "display_data" for c in rep for o in c.get("outputs", [])), p.name
 
 
 def _pins(lines):
@@ -47,15 +62,17 @@ def test_ci_runs_the_readme_test_command():
 
 def _cpu_configs():
     from initlib.config import run_hash
-    from initlib.sweep import load_params
-    return {run_hash(c): c for p in sorted((ROOT / "params").glob("0*.yaml"))
-            for c in load_params(p, "cpu").all_configs()}
+    from initlib.params import load_params
+    from initlib.sweep import bind_to_data
+    sweeps = [load_params(p, "cpu") for p in sorted((ROOT / "params").glob("0*.yaml"))]
+    bind_to_data(sweeps)
+    return {run_hash(c): c for sw in sweeps for c in sw.all_configs()}
 
 
 def test_shipped_cpu_results_are_exactly_the_cpu_profile_runs():
-    """results/cpu holds every run of the cpu profile (config, metrics, summary; no
-    checkpoints), and nothing else: so its tables can be rebuilt without training (the cpu
-    goldens in tests/golden_cpu do that, under nbval) and no stale run hides in it."""
+    """results/cpu holds every run of the cpu profile, intact (config, metrics, summary with
+    checksums; no checkpoints), and nothing else: so its tables can be rebuilt without
+    training (tests/test_notebooks.py does) and no stale run hides in it."""
     from initlib import store
     shipped = {p.name for p in (ROOT / "results" / "cpu").iterdir() if p.is_dir()}
     expected = _cpu_configs()
@@ -63,16 +80,8 @@ def test_shipped_cpu_results_are_exactly_the_cpu_profile_runs():
     for h in shipped:
         files = {p.name for p in (ROOT / "results" / "cpu" / h).iterdir()}
         assert files == set(store.RUN_FILES), h
-        assert json.loads((ROOT / "results" / "cpu" / h / "config.json").read_text())["hash"] == h
-
-
-def test_cpu_goldens_analyse_the_shipped_results_without_training():
-    for p in sorted((ROOT / "tests" / "golden_cpu").glob("*.ipynb")):
-        nb = json.loads(p.read_text())
-        injected = "".join(next(c["source"] for c in nb["cells"]
-                                if "injected-parameters" in c["metadata"].get("tags", [])))
-        assert 'profile = "cpu"' in injected and "train = False" in injected, p.name
-    assert len(list((ROOT / "tests" / "golden_cpu").glob("*.ipynb"))) == 6
+        assert store.damage(ROOT / "results" / "cpu" / h) is None, h
+        assert store.is_done(ROOT / "results" / "cpu" / h)
 
 
 def test_readme_results_table_is_the_cpu_verdicts():
@@ -81,6 +90,6 @@ def test_readme_results_table_is_the_cpu_verdicts():
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_results.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    for name in ("01_optimizer_dependence", "06_clocks"):
-        assert (ROOT / "figures" / "cpu" / f"{name}.png").exists()
-        assert (ROOT / "figures" / "cpu" / f"{name}.pdf").exists()
+    for p in NOTEBOOKS:
+        assert (ROOT / "figures" / "cpu" / f"{p.stem}.png").exists()
+        assert (ROOT / "figures" / "cpu" / f"{p.stem}.verdict.json").exists()

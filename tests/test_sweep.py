@@ -11,7 +11,10 @@ import pytest
 
 from conftest import same_metrics, tiny
 from initlib import store
-from initlib.sweep import load_params, order_longest_first, plan, run_sweep, run_workers, work_through
+from initlib.executors import run_workers
+from initlib.params import load_params
+from initlib.plan import order_longest_first, plan
+from initlib.sweep import run_sweep, work_through
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = [tiny(epochs=2, sigma_w=s, optimizer=o, lr=lr)
@@ -37,10 +40,10 @@ def test_killed_worker_is_resumed_to_identical_metrics(tmp_path):
     cfg = tiny(n_train=200, epochs=12, optimizer="momentum", augment=True)
     ref, killed = tmp_path / "ref", tmp_path / "killed"
     run_sweep([cfg], ref, progress=False)
-    q = tmp_path / "q.json"
-    q.write_text(json.dumps([cfg]))
-    proc = subprocess.Popen([sys.executable, "-m", "initlib", "worker", "--queue", str(q),
-                             "--store", str(killed)], cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "initlib", "worker", "--store", str(killed)],
+                            cwd=ROOT, stdin=subprocess.PIPE)
+    proc.stdin.write(json.dumps([cfg]).encode())
+    proc.stdin.close()
     rdir = store.run_dir(killed, cfg)
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until at least 2 epochs are checkpointed
@@ -59,18 +62,19 @@ def test_killed_worker_is_resumed_to_identical_metrics(tmp_path):
     assert store.read_summary(rdir) == store.read_summary(store.run_dir(ref, cfg))
 
 
-def test_live_lock_is_respected_and_stale_lock_of_other_host_taken_over(tmp_path, monkeypatch):
+def test_live_lock_is_respected_and_released(tmp_path):
     rdir = tmp_path / "abc"
     assert store.try_lock(rdir)
     assert not store.try_lock(rdir)                            # held by this live process
+    assert store.lock_is_held(rdir) and store.run_state(rdir) == "running"
+    holder = subprocess.run([sys.executable, "-c", "from initlib import store; import sys; "
+                             f"sys.exit(0 if store.try_lock(__import__('pathlib').Path({str(rdir)!r})) else 3)"],
+                            cwd=ROOT)
+    assert holder.returncode == 3                              # another process cannot take it
     store.release_lock(rdir)
-    (rdir / store.LOCK).write_text(json.dumps({"host": "elsewhere", "pid": 1, "since": 0}))
-    assert not store.try_lock(rdir)                            # fresh lock of another host
-    old = time.time() - 7200
-    os.utime(rdir / store.LOCK, (old, old))
-    monkeypatch.setenv("INITLIB_LOCK_STALE_S", "3600")
-    assert store.try_lock(rdir)                                # stale: taken over
-    assert json.loads((rdir / store.LOCK).read_text())["pid"] == os.getpid()
+    assert not (rdir / store.LOCK).exists() and not store.lock_is_held(rdir)
+    assert store.try_lock(rdir)
+    store.release_lock(rdir)
 
 
 @pytest.mark.parametrize("executor", ["debug", "submitit-local"])

@@ -1,54 +1,32 @@
-"""Write the README's results table from the executed cpu notebooks' verdict cells.
+"""Write the README's results table from the verdict files of the cpu profile.
 
     python tools/readme_results.py          # rewrite the block between the results markers
     python tools/readme_results.py --check  # exit 1 if the README is not what it would write
 
-The chain that keeps the README honest: results/cpu (the shipped runs) -> nbval re-executes
-tests/golden_cpu/*.ipynb on them and compares each table and verdict -> this script copies the
-verdicts into the README -> tests/test_repo.py checks the README against this script.
+The chain that keeps the README honest: results/cpu (the shipped runs) -> the notebooks,
+executed on them, write figures/cpu/<name>.verdict.json (tests/test_notebooks.py re-executes
+them and compares) -> this script copies the verdicts into the README -> tests/test_repo.py
+checks the README against this script.
 """
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = ROOT / "tests" / "golden_cpu"
+sys.path.insert(0, str(ROOT))
+from initlib.notebook import results_rows  # noqa: E402
+
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
-FINDINGS = [  # notebook, what the paper claims (its words, see ../shared/PAPER.md)
-    ("01_optimizer_dependence", "1. Low-LR SGD remembers sigma_w; Adam, AdamW, Muon forget"),
-    ("02_long_training", "2. Long training is not enough"),
-    ("03_l2_and_lr", "3. Larger LR with explicit L2 makes SGD forget"),
-    ("04_batch_size", "4. The spread grows with the batch size"),
-    ("05_depth", "5. Deep ResNets fail to interpolate at large sigma_w"),
-    ("06_clocks", "6. Clocks, not epochs, govern forgetting"),
-]
-VERDICT = re.compile(r"^0\d [^:]+: (HOLDS|DOES NOT HOLD at this scale|UNDECIDED): (.*?)(?: \(paper: (.*)\))?$")
-
-
-def verdict_line(nb_path: Path) -> tuple[str, str, str]:
-    nb = nbformat.read(nb_path, as_version=4)
-    for cell in reversed(nb.cells):
-        for out in cell.get("outputs", []):
-            for line in out.get("text", "").splitlines():
-                m = VERDICT.match(line)
-                if m:
-                    return m.group(1), m.group(2), m.group(3) or ""
-    raise SystemExit(f"{nb_path}: no verdict line")
 
 
 def block() -> str:
-    rows = ["| Finding (paper) | Paper's number | Ours: `cpu` profile (mean and min..max over seeds) "
-            "| Verdict | Figure |", "|---|---|---|---|---|"]
-    for name, claim in FINDINGS:
-        word, ours, paper = verdict_line(GOLDEN / f"{name}.ipynb")
-        word = "**holds**" if word == "HOLDS" else f"**{word.lower()}**"
-        ours = ours.replace("|", "\\|")
-        rows.append(f"| {claim} | {paper} | {ours} | {word} | [png](figures/cpu/{name}.png) · "
-                    f"[pdf](figures/cpu/{name}.pdf) |")
+    rows = ["| Finding (paper) | Paper's number | Ours: `cpu` profile | Verdict | Notebook · figure |",
+            "|---|---|---|---|---|"]
+    for r in results_rows(ROOT / "figures" / "cpu"):
+        ours = r["ours"].replace("|", "\\|")
+        rows.append(f"| {r['title']} | {r['paper']} | {ours} | **{r['verdict']}** | "
+                    f"[notebook](reports/cpu/{r['name']}.ipynb) · [png](figures/cpu/{r['name']}.png) |")
     return "\n".join([BEGIN, *rows, END])
 
 

@@ -1,0 +1,126 @@
+"""Params files: read, expand and validate once; after that, a run is one fixed config.
+
+A params file (``params/<name>.yaml``)::
+
+    name: optimizer_dependence        # free text keys: name, notebook, claim, description
+    base: {arch: resnet9, ...}        # run keys shared by all profiles
+    sources: [other.yaml, ...]        # optional: sweeps whose runs this one analyses
+    profiles:
+      smoke:
+        base: {width: 0.125, ...}     # run keys for this profile (override the top base)
+        grid: {sigma_w: [...], seed: [0, 1]}        # cartesian product
+        variants: [{optimizer: sgd, lr: 0.02}, ...] # alternatives, crossed with the grid
+        analysis: {...}               # read by the notebook, never by the trainer
+
+Every expanded config is validated when the file is read; errors name the file, the profile
+and the key. :func:`bind_data` then checks the configs against the data that will be used
+(the class-balanced sizes its split allows) and writes the data's fingerprint into each, so
+that the run hash names the data too. Both happen before anything is written.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .config import DATA_KEY, ConfigError, resolve, run_hash, validate_keys
+
+TOP_KEYS = {"name", "notebook", "claim", "description", "base", "profiles", "sources"}
+PROFILE_KEYS = {"base", "grid", "variants", "analysis", "description"}
+PROFILES = ("smoke", "cpu", "paper")
+
+
+def unique_by_hash(configs) -> list[dict]:
+    """Each run (by hash) once, in first-seen order: a run that two findings share trains,
+    exports and counts once."""
+    return list({run_hash(c): c for c in configs}.values())
+
+
+@dataclass
+class Sweep:
+    path: Path
+    profile: str
+    configs: list[dict]
+    analysis: dict = field(default_factory=dict)
+    sources: list["Sweep"] = field(default_factory=list)
+    spec: dict = field(default_factory=dict)  # the params file as read (name, claim, ...)
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}: profile '{self.profile}'"
+
+    def all_configs(self) -> list[dict]:
+        """This sweep's configs and those of its sources, without duplicates."""
+        return unique_by_hash(self.configs + [c for s in self.sources for c in s.all_configs()])
+
+
+def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
+    """Read, expand and validate a params file. Raises ConfigError before any training."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such params file")
+    try:
+        spec = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    src = str(path)
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{src}: top level must be a mapping")
+    for k in spec:
+        if k not in TOP_KEYS:
+            raise ConfigError(f"{src}: unknown top-level key '{k}' (known: {sorted(TOP_KEYS)})")
+    profiles = spec.get("profiles") or {}
+    if profile not in profiles:
+        raise ConfigError(f"{src}: no profile '{profile}' (has: {', '.join(profiles) or 'none'})")
+    prof = profiles[profile] or {}
+    where = f"{src}: profile '{profile}'"
+    for k in prof:
+        if k not in PROFILE_KEYS:
+            raise ConfigError(f"{where}: unknown key '{k}' (known: {sorted(PROFILE_KEYS)})")
+    base = {**(spec.get("base") or {}), **(prof.get("base") or {})}
+    grid = prof.get("grid") or {}
+    variants = prof.get("variants") or [{}]
+    for part, keys in (("base", base), ("grid", grid), *((f"variants[{i}]", v) for i, v in enumerate(variants))):
+        if not isinstance(keys, dict):
+            raise ConfigError(f"{where}: {part} must be a mapping, got {keys!r}")
+        validate_keys(keys, f"{where}: {part}")
+        if DATA_KEY in keys:
+            raise ConfigError(f"{where}: {part}: key '{DATA_KEY}' is set by initlib from the data "
+                              f"files (--data-dir / INITLIB_DATA_DIR), not in a params file")
+    for k, v in grid.items():
+        if not isinstance(v, list) or not v:
+            raise ConfigError(f"{where}: grid: key '{k}' must be a non-empty list, got {v!r}")
+    base = {**base, **(overrides or {})}
+    configs = []
+    if prof.get("grid") or prof.get("variants"):
+        keys = list(grid)
+        for variant in variants:
+            for values in itertools.product(*(grid[k] for k in keys)):
+                configs.append(resolve({**base, **variant, **dict(zip(keys, values))}, where))
+    sources = [load_params(path.parent / s, profile, overrides) for s in spec.get("sources") or []]
+    return Sweep(path, profile, unique_by_hash(configs), dict(prof.get("analysis") or {}), sources, spec)
+
+
+def _all_sweeps(sweeps):
+    for sw in sweeps:
+        yield sw
+        yield from _all_sweeps(sw.sources)
+
+
+def bind_data(sweeps: list[Sweep], data_fingerprint: str, split_capacity=None) -> None:
+    """Write the data's fingerprint into every config (so the run hash names the data), after
+    checking, if ``split_capacity(split_seed) -> (max n_train, max n_val)`` is given, that each
+    config's class-balanced sizes exist in that data. ConfigError names file, profile, key."""
+    for sw in _all_sweeps(sweeps):
+        for cfg in sw.configs:
+            if split_capacity is not None:
+                most = dict(zip(("n_train", "n_val"), split_capacity(cfg["split_seed"])))
+                for k, m in most.items():
+                    if cfg[k] > m:
+                        raise ConfigError(
+                            f"{sw.where}: key '{k}': {cfg[k]} needs {cfg[k] // 10} images of each "
+                            f"class on that side of the split (split_seed {cfg['split_seed']}), "
+                            f"which has only enough for {k} <= {m}")
+            cfg[DATA_KEY] = data_fingerprint
