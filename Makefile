@@ -31,9 +31,8 @@ endif
 
 PROFILE ?= smoke
 DEVICE ?= auto
-# Worker processes. Default: 1 for smoke (its goldens were made with one 2-thread process;
-# CPU numbers depend on the thread count), one single-thread worker per core for cpu (measured
-# on 2 cores: 1.25x the throughput of one 2-thread process; and 1-thread numbers do not
+# Worker processes. Default: 1 for smoke (one process using every core), one single-thread
+# worker per core for cpu (measured on 2 cores: 1.25x the throughput of one 2-thread process; and 1-thread numbers do not
 # depend on how many cores the machine has), 1 elsewhere (GPUs: use RUNS_PER_GPU).
 WORKERS ?=
 NPROC := $(shell nproc 2>/dev/null || echo 1)

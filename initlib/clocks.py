@@ -17,17 +17,10 @@ import numpy as np
 CLOCKS = ("T_SGD", "T_L2", "T_adapt")
 
 
-def forgetting_clocks(lrs, batch_size: int, l2: float) -> dict[str, float]:
-    """The three clocks accumulated over the per-step learning rates ``lrs``."""
-    lrs = np.asarray(lrs, dtype=np.float64)
-    sum_eta = float(lrs.sum())
-    return {"T_SGD": float((lrs ** 2).sum()) / batch_size,
-            "T_L2": l2 * sum_eta,
-            "T_adapt": sum_eta}
-
-
 def cumulative_clocks(lrs, batch_size: int, l2: float, steps_per_epoch: int) -> dict[str, np.ndarray]:
-    """Each clock at the end of every epoch (arrays of length len(lrs) // steps_per_epoch)."""
+    """Each clock at the end of every epoch (arrays of length len(lrs) // steps_per_epoch),
+    from the per-step learning rates ``lrs``: T_SGD = (1/b) sum eta_k^2, T_L2 = lambda sum
+    eta_k, T_adapt = sum eta_k, summed over the steps up to each epoch's end."""
     lrs = np.asarray(lrs, dtype=np.float64)
     ends = np.arange(steps_per_epoch, len(lrs) + 1, steps_per_epoch)
     c_eta, c_eta2 = np.cumsum(lrs), np.cumsum(lrs ** 2)

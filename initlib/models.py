@@ -52,10 +52,16 @@ class Scale(nn.Module):
         return x * self.s
 
 
+# Myrtle's ResNet-9 multiplies its logits by 0.125. Under SGD this slows every layer's effect
+# on the logits by roughly 0.125^2 = 1/64 at a given lr; whether to keep it is decided by the
+# measured pilot in bench/output_scale_pilot.md (issue 12), not by habit.
+RESNET9_LOGIT_SCALE = 0.125
+
+
 class ResNet9(nn.Module):
     """DAWNBench/Myrtle ResNet-9 (Page, 2018)."""
 
-    def __init__(self, width=1.0, num_classes=10):
+    def __init__(self, width=1.0, num_classes=10, logit_scale: float | None = None):
         super().__init__()
         c = [_ch(k, width) for k in (64, 128, 256, 512)]
         self.prep = conv_bn(3, c[0])
@@ -64,7 +70,7 @@ class ResNet9(nn.Module):
         self.layer3 = nn.Sequential(conv_bn(c[2], c[3]), nn.MaxPool2d(2), Residual(c[3]))
         self.pool = nn.AdaptiveMaxPool2d(1)
         self.fc = nn.Linear(c[3], num_classes, bias=False)
-        self.scale = Scale(0.125)
+        self.scale = Scale(RESNET9_LOGIT_SCALE if logit_scale is None else logit_scale)
 
     def forward(self, x):
         x = self.layer3(self.layer2(self.layer1(self.prep(x))))
