@@ -1,0 +1,132 @@
+"""The uncertainty of a spread: its 95% interval, and the noise floor it is compared with.
+
+The paper's spread is "max minus min over the sigma_w grid of the test accuracy at the
+checkpoint with the best validation loss". A max minus a min of noisy numbers is never 0,
+even when sigma_w does nothing, so it is reported with
+
+- a **95% interval** from ``scipy.stats.bootstrap``: the test images are resampled (one
+  resample for every run, since all runs are measured on the same test set: paired) and, with
+  two or more seeds, the seeds are resampled too (independently), the statistic being the mean
+  over seeds of the spread over sigma_w. This is the uncertainty of the number we report,
+  from the two sources of noise we measure: which test images, which seeds.
+- a **noise floor**: the spread that the same number of sigma_w points would show if sigma_w
+  had no effect. Under that null every run's selected accuracy is one draw with the spread of
+  run-to-run noise, sd ``s``; the range of k such draws has expectation ``s * d_k`` (d_k the
+  expected range of k standard normals: 2.326 for k = 5) and 95% quantile from the
+  studentized range with infinite degrees of freedom (3.858 for k = 5). ``s`` is the pooled
+  seed-to-seed sd at fixed sigma_w when there are >= 2 seeds (it holds training noise and
+  test-sampling noise), else the binomial sd of one accuracy on the test set (a lower bound:
+  test sampling only), and the floor says which.
+
+Small pure functions, each tested on hand-computed cases in tests/test_stats.py.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import integrate, stats
+
+
+def spread(acc: np.ndarray) -> float:
+    """Mean over seeds (rows) of max minus min over sigma_w (columns)."""
+    acc = np.atleast_2d(np.asarray(acc, dtype=float))
+    return float((acc.max(axis=1) - acc.min(axis=1)).mean())
+
+
+def expected_range(k: int) -> float:
+    """d_k: the expected range (max - min) of k independent standard normal draws,
+    int (1 - Phi(x)^k - (1 - Phi(x))^k) dx."""
+    if k < 2:
+        return 0.0
+    f = lambda x: 1.0 - stats.norm.cdf(x) ** k - stats.norm.sf(x) ** k  # noqa: E731
+    return float(integrate.quad(f, -np.inf, np.inf)[0])
+
+
+def range_quantile(k: int, q: float = 0.95) -> float:
+    """The q-quantile of the range of k standard normal draws (studentized range, df = inf)."""
+    return float(stats.studentized_range.ppf(q, k, np.inf)) if k >= 2 else 0.0
+
+
+def pooled_seed_sd(acc: np.ndarray) -> float:
+    """The seed-to-seed sd at fixed sigma_w, pooled over sigma_w: acc is (seeds, sigma_w).
+    Each column's deviations from its own mean, sum of squares over (seeds - 1) * columns."""
+    acc = np.asarray(acc, dtype=float)
+    n_seeds, k = acc.shape
+    if n_seeds < 2:
+        return math.nan
+    dev = acc - acc.mean(axis=0, keepdims=True)
+    return float(math.sqrt((dev ** 2).sum() / ((n_seeds - 1) * k)))
+
+
+def binomial_sd(p: float, n: int) -> float:
+    """The sd of an accuracy p measured on n independent test images."""
+    return math.sqrt(p * (1 - p) / n)
+
+
+def noise_floor(acc: np.ndarray, n_test: int, q: float = 0.95) -> dict:
+    """The spread over sigma_w that noise alone would give, for a table row whose selected
+    accuracies are ``acc`` (seeds, sigma_w; fractions) measured on ``n_test`` images.
+    Returns sd (per run), its source, the expected floor and its q-quantile (for the mean
+    spread over the seeds: the range quantile shrinks as 1/sqrt(seeds) only approximately, so
+    the quantile is given for one seed, the conservative case)."""
+    acc = np.atleast_2d(np.asarray(acc, dtype=float))
+    n_seeds, k = acc.shape
+    if n_seeds >= 2:
+        sd, source = pooled_seed_sd(acc), "seeds"
+    else:
+        sd, source = binomial_sd(float(acc.mean()), n_test), "test sampling"
+    return {"sd": sd, "source": source, "expected": sd * expected_range(k),
+            "upper": sd * range_quantile(k, q)}
+
+
+def _accuracies(correct: np.ndarray, seeds: np.ndarray, images: np.ndarray) -> np.ndarray:
+    """Resampled accuracies, (batch, seeds, sigma_w), from per-image correctness
+    ``correct`` (seeds, sigma_w, images) and index resamples (batch, n_seeds) and
+    (batch, n_images), as the image counts times correctness (a matrix product)."""
+    n_img = correct.shape[-1]
+    counts = np.zeros((len(images), n_img))
+    np.add.at(counts, (np.arange(len(images))[:, None], images), 1.0)
+    acc = np.einsum("ski,bi->bsk", correct.astype(float), counts) / images.shape[-1]
+    return acc[np.arange(len(seeds))[:, None], seeds]
+
+
+def spread_interval(correct: np.ndarray, confidence: float = 0.95, n_resamples: int = 2000,
+                    seed: int = 0) -> tuple[float, float]:
+    """95% interval of the (mean over seeds) spread from per-image correctness ``correct``
+    of shape (seeds, sigma_w, test images): scipy.stats.bootstrap, percentile method,
+    resampling test images (paired across runs) and, with >= 2 seeds, seeds."""
+    return difference_interval(correct, None, confidence, n_resamples, seed)
+
+
+def difference_interval(correct_a: np.ndarray, correct_b: np.ndarray | None,
+                        confidence: float = 0.95, n_resamples: int = 2000,
+                        seed: int = 0) -> tuple[float, float]:
+    """95% interval of spread(a) - spread(b) (or of spread(a) when b is None): the test
+    images are one sample shared by both (the same test set), the seeds of a and of b are
+    resampled independently (different runs)."""
+    correct_a = np.asarray(correct_a, dtype=bool)
+    groups = [correct_a] + ([np.asarray(correct_b, dtype=bool)] if correct_b is not None else [])
+    n_img = correct_a.shape[-1]
+    assert all(g.shape[-1] == n_img for g in groups), "one test set for every run"
+    samples = [np.arange(g.shape[0]) for g in groups if g.shape[0] >= 2] + [np.arange(n_img)]
+    resample_seeds = [g.shape[0] >= 2 for g in groups]
+
+    def statistic(*idx, axis=-1):
+        images = np.atleast_2d(idx[-1])
+        seed_idx, j, values = list(idx[:-1]), 0, []
+        for g, resampled in zip(groups, resample_seeds):
+            if resampled:
+                s = np.atleast_2d(seed_idx[j])
+                j += 1
+            else:
+                s = np.zeros((len(images), 1), dtype=int)
+            acc = _accuracies(g, s.astype(int), images.astype(int))
+            values.append((acc.max(axis=2) - acc.min(axis=2)).mean(axis=1))
+        out = values[0] - values[1] if len(values) == 2 else values[0]
+        return out if np.ndim(idx[-1]) > 1 else out[0]
+
+    res = stats.bootstrap(tuple(samples), statistic, n_resamples=n_resamples, vectorized=True,
+                          paired=False, confidence_level=confidence, method="percentile",
+                          random_state=np.random.default_rng(seed), batch=50)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)

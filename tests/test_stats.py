@@ -1,0 +1,74 @@
+"""initlib.stats on hand-computed cases."""
+import math
+
+import numpy as np
+import pytest
+
+from initlib import stats
+
+
+def test_spread_is_the_mean_over_seeds_of_max_minus_min():
+    assert stats.spread([[0.5, 0.7], [0.4, 0.8]]) == pytest.approx((0.2 + 0.4) / 2)
+    assert stats.spread([0.3, 0.1, 0.2]) == pytest.approx(0.2)
+
+
+def test_expected_range_and_quantile_of_normals():
+    assert stats.expected_range(2) == pytest.approx(2 / math.sqrt(math.pi), rel=1e-6)  # E|X-Y|
+    assert stats.expected_range(5) == pytest.approx(2.326, abs=1e-3)                   # d2 tables
+    assert stats.range_quantile(5) == pytest.approx(3.858, abs=1e-3)                    # q(0.95; 5, inf)
+    assert stats.range_quantile(2) == pytest.approx(1.95996 * math.sqrt(2), rel=1e-4)   # |X-Y| ~ N(0, 2)
+    assert stats.expected_range(1) == 0.0
+
+
+def test_pooled_seed_sd_and_binomial_sd():
+    # column means 0.6 and 0.6; deviations +-0.1 and 0: sum of squares 0.02 over (2-1)*2
+    assert stats.pooled_seed_sd([[0.5, 0.6], [0.7, 0.6]]) == pytest.approx(0.1)
+    assert math.isnan(stats.pooled_seed_sd([[0.5, 0.6]]))
+    assert stats.binomial_sd(0.5, 10000) == pytest.approx(0.005)
+
+
+def test_noise_floor_from_seeds_or_from_test_sampling():
+    f = stats.noise_floor([[0.5] * 5], n_test=10000)
+    assert f["source"] == "test sampling" and f["sd"] == pytest.approx(0.005)
+    assert f["expected"] == pytest.approx(0.005 * 2.326, rel=1e-3)
+    assert f["upper"] == pytest.approx(0.005 * 3.858, rel=1e-3)
+    f = stats.noise_floor([[0.5, 0.6], [0.7, 0.6]], n_test=10000)
+    assert f["source"] == "seeds" and f["sd"] == pytest.approx(0.1)
+    assert f["expected"] == pytest.approx(0.1 * 2 / math.sqrt(math.pi), rel=1e-6)
+
+
+def band(n=1000, hi=600, lo=400):
+    """One seed, two sigma_w: run 0 right on images < hi, run 1 on images < lo."""
+    i = np.arange(n)
+    return np.stack([i < hi, i < lo])[None]  # (1 seed, 2 sigma_w, n images)
+
+
+def test_spread_interval_is_the_binomial_interval_of_the_band():
+    # the spread is the share of test images in [400, 600): 0.2, sd sqrt(.2 * .8 / 1000)
+    lo, hi = stats.spread_interval(band(), n_resamples=4000)
+    sd = math.sqrt(0.2 * 0.8 / 1000)
+    assert lo == pytest.approx(0.2 - 1.96 * sd, abs=0.004)
+    assert hi == pytest.approx(0.2 + 1.96 * sd, abs=0.004)
+
+
+def test_identical_runs_have_a_zero_spread_and_a_zero_interval():
+    same = np.stack([np.arange(500) % 3 == 0] * 4)[None]
+    assert stats.spread_interval(same, n_resamples=200) == (0.0, 0.0)
+    assert stats.difference_interval(band(), band(), n_resamples=200) == (0.0, 0.0)
+
+
+def test_seeds_are_resampled_when_there_are_two_or_more():
+    # seed 0 spread 0.2, seed 1 spread 0 (identical runs): mean 0.1; resampling the seeds
+    # gives 0, 0.1 or 0.2, so the interval reaches both ends
+    two = np.concatenate([band(), np.stack([np.arange(1000) < 500] * 2)[None]])
+    assert stats.spread(two.mean(axis=2)) == pytest.approx(0.1)
+    lo, hi = stats.spread_interval(two, n_resamples=2000)
+    assert lo < 0.02 and hi > 0.18
+
+
+def test_difference_interval_pairs_the_test_images():
+    # a: spread 0.2 on images [400, 600); b: spread 0.1 on images [400, 500): nested bands,
+    # so the difference is the share in [500, 600): 0.1 with a binomial sd of sqrt(.1*.9/1000)
+    lo, hi = stats.difference_interval(band(), band(hi=500), n_resamples=4000)
+    sd = math.sqrt(0.1 * 0.9 / 1000)
+    assert lo == pytest.approx(0.1 - 1.96 * sd, abs=0.004) and hi == pytest.approx(0.1 + 1.96 * sd, abs=0.004)
