@@ -17,8 +17,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
-if ! python3 -c "import torch, pandas, yaml, tqdm, submitit, pytest" 2>/dev/null; then
-  python3 -m pip install -q torch==2.14.1 torchvision==0.29.1 pandas pyyaml tqdm submitit pytest matplotlib
+if ! python3 -c "import torch, pandas, yaml, tqdm, submitit, pytest, scipy" 2>/dev/null; then
+  python3 -m pip install -q torch==2.14.1 torchvision==0.29.1 pandas pyyaml tqdm submitit pytest matplotlib scipy
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())" | tee -a "$OUT/gpu.txt"

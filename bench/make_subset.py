@@ -1,5 +1,8 @@
 """Write a class-balanced CIFAR-10 subset as cifar10.npz (for a machine that can carry only
-a few tens of MB, e.g. a short GPU session): python bench/make_subset.py OUT_DIR [N_TRAIN N_TEST]."""
+a few tens of MB, e.g. a short GPU session): python bench/make_subset.py OUT_DIR [N_TRAIN N_TEST].
+
+A subset is other data: its content fingerprint differs from the full CIFAR-10's, so runs
+trained on it are stored under other hashes and never mixed with (or served as) full-data runs."""
 import sys
 from pathlib import Path
 

@@ -93,10 +93,43 @@ def complete_spread(runs: pd.DataFrame, n_sigma: int) -> float:
     return spread(runs["test_acc_at_best_val"]) if ok else math.nan
 
 
+def with_selected_accuracy(summaries: pd.DataFrame) -> pd.DataFrame:
+    """``test_acc_at_best_val`` measured on every test image (``selected_test_acc``) when every
+    run has it, else on the per-epoch test subset (runs from before the selected predictor was
+    kept); ``test_images`` says how many images each accuracy is over."""
+    full = "selected_test_acc" in summaries and summaries["selected_test_acc"].notna().all()
+    if full:
+        return summaries.assign(test_acc_at_best_val=summaries["selected_test_acc"].astype(float),
+                                test_images=summaries["selected_test_n"].astype(int))
+    return summaries.assign(test_images=summaries["n_test"])
+
+
+def spread_uncertainty(runs: pd.DataFrame) -> dict:
+    """The 95% interval of one group's spread (bootstrap over test images and seeds, from the
+    per-image correctness of each selected predictor; nan for runs without it) and its noise
+    floor (initlib.stats.noise_floor), in pp."""
+    from .stats import noise_floor, spread_interval
+    from .train import unpack_correct
+    acc = runs.pivot_table(index="seed", columns="sigma_w", values="test_acc_at_best_val", dropna=False)
+    floor = noise_floor(acc.to_numpy(), int(runs["test_images"].min()))
+    lo = hi = math.nan
+    if ("selected_test_correct" in runs and runs["selected_test_correct"].notna().all()
+            and np.isfinite(acc.to_numpy()).all()):
+        n = int(runs["test_images"].iloc[0])
+        by = {(r.seed, r.sigma_w): unpack_correct(r.selected_test_correct, n) for r in runs.itertuples()}
+        correct = np.stack([[by[(seed, sw)] for sw in acc.columns] for seed in acc.index])
+        lo, hi = spread_interval(correct)
+    return {"ci_lo_pp": 100 * lo, "ci_hi_pp": 100 * hi, "floor_pp": 100 * floor["expected"],
+            "floor_hi_pp": 100 * floor["upper"], "floor_from": floor["source"]}
+
+
 def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Spread over sigma_w for each group ``by`` (mean and range over seeds), with the mean
-    clocks reached, the fraction of runs that interpolated, the lowest max train acc, and how
-    many runs of the group diverged or are missing (then its spread is undefined: nan)."""
+    clocks reached, the fraction of runs that interpolated, the lowest max train acc, how
+    many runs of the group diverged or are missing (then its spread is undefined: nan), the
+    number of test images behind each accuracy, the spread's 95% interval and its noise floor
+    (expected, and 95% quantile; see :func:`spread_uncertainty`)."""
+    summaries = with_selected_accuracy(summaries)
     n_sigma = summaries["sigma_w"].nunique()
     grouped = summaries.groupby(by + ["seed"], dropna=False)
     per_seed = grouped.agg(**{c: (c, "mean") for c in CLOCKS}).reset_index()
@@ -109,7 +142,10 @@ def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     out["missing"] = out["seeds"] * n_sigma - out["runs"]
     out["interpolated"] = 100 * out["interpolated"]
     out["min_max_train_acc"] = 100 * out["min_max_train_acc"]
-    return out
+    unc = [{**dict(zip(by, k if isinstance(k, tuple) else (k,))),
+            "test_images": int(g["test_images"].min()), **spread_uncertainty(g)}
+           for k, g in summaries.groupby(by, dropna=False)]
+    return out.merge(pd.DataFrame(unc), on=by)
 
 
 def seed_range_pp(table: pd.DataFrame) -> float:

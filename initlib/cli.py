@@ -95,12 +95,12 @@ def cmd_sweep(args):
                   runs_per_task=args.runs_per_task, desc=desc)
     except KeyboardInterrupt:
         done = count_done(configs, args.store)
-        print(f"\nstopped: {done}/{len(configs)} runs done in {store.resolve_store(args.store)}; "
+        print(f"\nstopped: {done}/{len(configs)} runs done in {args.store}; "
               f"the same command resumes (at most the epoch in progress was lost)", file=sys.stderr)
         return 130
     for sw in sweeps:
         cs = sw.all_configs()
-        print(f"{sw.path}: {count_done(cs, args.store)}/{len(cs)} runs done in {store.resolve_store(args.store)}")
+        print(f"{sw.path}: {count_done(cs, args.store)}/{len(cs)} runs done in {args.store}")
 
 
 def cmd_status(args):
@@ -149,7 +149,7 @@ def cmd_export(args):
 
 def cmd_import(args):
     n = store.import_runs(args.src, args.store, warn=lambda m: print(m, file=sys.stderr))
-    print(f"imported {n} runs into {store.resolve_store(args.store)}")
+    print(f"imported {n} runs into {args.store}")
 
 
 def cmd_worker(args):
@@ -169,6 +169,7 @@ def cmd_worker(args):
 def main(argv=None) -> int:
     from .executors import stop_on_sigterm
     args = build_parser().parse_args(argv)
+    args.store = store.resolve_store(args.store)  # once: $INITLIB_STORE or runs/ when not given
     stop_on_sigterm()
     try:
         return globals()[f"cmd_{args.cmd}"](args) or 0

@@ -244,9 +244,11 @@ class Split:
 class CIFAR10Data:
     train: Split
     val: Split
-    test: Split
+    test: Split          # the n_test images that the per-epoch curves use
     mean: torch.Tensor
     std: torch.Tensor
+    full_test: Split | None = None   # every test image: what the selected predictor is scored on
+    test_index: np.ndarray | None = None  # positions of ``test`` within ``full_test``
 
     def normalize(self, x_uint8: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
         x = x_uint8.to(dtype).div_(255.0)
@@ -266,8 +268,10 @@ def load_cifar10(data_dir=None, *, n_train=N_TRAIN_FULL, n_val=N_VAL_FULL, n_tes
 
     mean = torch.tensor(CIFAR10_MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(CIFAR10_STD, device=device).view(1, 3, 1, 1)
-    return CIFAR10Data(to_split(x_tr, y_tr, tr), to_split(x_tr, y_tr, va),
-                       to_split(x_te, y_te, te), mean, std)
+    test = to_split(x_te, y_te, te)
+    full = test if len(te) == len(y_te) else to_split(x_te, y_te, np.arange(len(y_te)))
+    return CIFAR10Data(to_split(x_tr, y_tr, tr), to_split(x_tr, y_tr, va), test, mean, std,
+                       full, te)
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:

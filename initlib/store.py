@@ -82,8 +82,9 @@ def check_writable(store_dir) -> Path:
     return d
 
 
-def run_dir(store_dir, cfg) -> Path:
-    return resolve_store(store_dir) / run_hash(cfg)
+def run_dir(store_dir: Path, cfg) -> Path:
+    """The folder of ``cfg``'s run in a store resolved once by the caller (resolve_store)."""
+    return Path(store_dir) / run_hash(cfg)
 
 
 def sha256_file(path: Path) -> str:
@@ -135,17 +136,18 @@ def write_summary(rdir: Path, summary: dict) -> None:
 
 
 def save_progress(rdir: Path, model, optimizer, rows: list[dict], status: str,
-                  keep_checkpoint: bool = False) -> dict:
-    """Write metrics, then either a checkpoint (running) or the summary (finished/diverged).
-    Returns the summary of the rows so far."""
+                  keep_checkpoint: bool = False, extra_state: dict | None = None,
+                  selected: dict | None = None) -> dict:
+    """Write metrics, then either a checkpoint (running; with ``extra_state``) or the summary
+    (finished/diverged; with the ``selected`` predictor's scores). Returns the summary."""
     epochs = pd.DataFrame(rows)
     _atomic_write_bytes(rdir / METRICS, epochs.to_csv(index=False).encode())
     if status == "running" or keep_checkpoint:
         buf = io.BytesIO()
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "rows": rows, "status": status}, buf)
+                    "rows": rows, "status": status, **(extra_state or {})}, buf)
         _atomic_write_bytes(rdir / CHECKPOINT, buf.getvalue())
-    summary = summarize(epochs, status)
+    summary = {**summarize(epochs, status), **(selected or {})}
     if status != "running":
         write_summary(rdir, summary)
         if not keep_checkpoint:
@@ -396,7 +398,7 @@ def import_runs(src_dir, store_dir, warn=print) -> int:
         if problem:
             warn(f"not imported, damaged: {problem}")
             continue
-        dst = resolve_store(store_dir) / src.name
+        dst = Path(store_dir) / src.name
         if not is_done(dst):
             _copy_run(src, dst)
             n += 1

@@ -16,11 +16,13 @@ epoch, so nothing else needs restoring).
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -75,8 +77,31 @@ def evaluate(model, split, data, autocast, dtype=torch.float32) -> tuple[torch.T
 
 
 @torch.no_grad()
+def correct_predictions(model, split, data, autocast, dtype=torch.float32) -> torch.Tensor:
+    """Per image of ``split``, whether ``model`` (eval mode) classifies it correctly."""
+    model.eval()
+    out = []
+    for i in range(0, len(split), EVAL_BATCH):
+        with autocast():
+            logits = model(data.normalize(split.x[i:i + EVAL_BATCH], dtype))
+        out.append(logits.argmax(1) == split.y[i:i + EVAL_BATCH])
+    return torch.cat(out)
+
+
+def pack_correct(correct: np.ndarray) -> str:
+    """A boolean vector as base64 of its packed bits (10,000 test images: 1,668 characters)."""
+    import base64
+    return base64.b64encode(np.packbits(np.asarray(correct, dtype=bool)).tobytes()).decode()
+
+
+def unpack_correct(text: str, n: int) -> np.ndarray:
+    import base64
+    return np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8))[:n].astype(bool)
+
+
+@torch.no_grad()
 def kernel_norms(model) -> dict[str, torch.Tensor]:
-    return {name: w.detach().double().norm() for name, w in kernels(model).items()}
+    return {name: w.detach().norm() for name, w in kernels(model).items()}
 
 
 def _maybe_compile(model, enabled: bool, device):
@@ -106,7 +131,7 @@ def train_epoch(fmodel, opt, data, cfg, epoch: int, lr_factors_of_epoch, autocas
     order = epoch_order(n, cfg["seed"], epoch, device)
     if cfg["augment"]:
         offsets, flips = augment_params(n, cfg["seed"], epoch, device)
-    loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+    loss_sum = torch.zeros((), device=device, dtype=dtype)
     for s, factor in enumerate(lr_factors_of_epoch):
         idx = order[s * b:(s + 1) * b]
         x = data.train.x[idx]
@@ -119,7 +144,7 @@ def train_epoch(fmodel, opt, data, cfg, epoch: int, lr_factors_of_epoch, autocas
         loss.backward()
         add_l2_(params, cfg["l2"])
         opt.step()
-        loss_sum += loss.detach().double() * len(idx)
+        loss_sum += loss.detach() * len(idx)
     return loss_sum
 
 
@@ -183,11 +208,23 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
 
     if run_dir is not None:
         store.write_config(run_dir, cfg)
+    # The selected predictor: the weights of the epoch with the best validation loss (the first
+    # on ties, epoch 0 never), kept on the device and scored once, at the end, on every test image.
+    best = {"epoch": None, "val_loss": math.inf, "state": None}
+
+    def keep_if_best(row):
+        if math.isfinite(row["val_loss"]) and row["val_loss"] < best["val_loss"]:
+            best.update(epoch=row["epoch"], val_loss=row["val_loss"],
+                        state={k: v.detach().clone() for k, v in model.state_dict().items()})
+
     ckpt = store.load_checkpoint(run_dir) if run_dir is not None else None
+    if ckpt is not None and "best" not in ckpt:
+        ckpt = None  # a checkpoint from before the selected predictor was kept: start again
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         rows, status = ckpt["rows"], ckpt["status"]
+        best.update(ckpt["best"])
     else:
         rows, status = [record(0, torch.tensor(math.nan, device=device), time.perf_counter())], "running"
     if run_dir is not None:
@@ -200,16 +237,33 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
         loss_sum = train_epoch(fmodel, opt, data, cfg, epoch, epoch_factors, autocast, dtype)
         row = record(epoch, loss_sum / n, t0)
         rows.append(row)
+        keep_if_best(row)
         if not all(math.isfinite(row[k]) for k in ("train_loss_running", "train_loss", "val_loss")):
             status = "diverged"
         elif epoch == cfg["epochs"]:
             status = "finished"
+        selected = score_selected(best, model, data, autocast, dtype) if status != "running" else None
         if run_dir is not None and (status != "running" or epoch % cfg["checkpoint_every"] == 0):
             summary = store.save_progress(run_dir, model, opt, rows, status,
-                                          keep_checkpoint=cfg["keep_checkpoint"])
+                                          keep_checkpoint=cfg["keep_checkpoint"],
+                                          extra_state={"best": best}, selected=selected)
         if on_epoch is not None:
             on_epoch(epoch, row)
         if status != "running":
             break
     epochs = pd.DataFrame(rows)
-    return epochs, summary if summary is not None else summarize(epochs, status)
+    if summary is None:
+        summary = {**summarize(epochs, status), **(selected or {})}
+    return epochs, summary
+
+
+def score_selected(best: dict, model, data, autocast, dtype) -> dict:
+    """The selected predictor (best validation loss) scored on every test image: its accuracy
+    and, per image, whether it is right (for intervals that resample the test images)."""
+    if best["state"] is None:
+        return {"selected_test_n": None, "selected_test_acc": None, "selected_test_correct": None}
+    selected = copy.deepcopy(model)
+    selected.load_state_dict(best["state"])
+    correct = correct_predictions(selected, data.full_test, data, autocast, dtype).cpu().numpy()
+    return {"selected_test_n": int(len(correct)), "selected_test_acc": float(correct.mean()),
+            "selected_test_correct": pack_correct(correct)}

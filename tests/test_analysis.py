@@ -1,6 +1,8 @@
 """The tables and verdicts of initlib.analysis on hand-computed examples."""
 import math
 
+import numpy as np
+
 import pandas as pd
 import pytest
 
@@ -13,7 +15,7 @@ def runs(rows):
     out = []
     for i, (group, sigma_w, seed, acc) in enumerate(rows):
         out.append({"hash": f"{i:012x}", "sigma_w": sigma_w, "seed": seed, "test_acc_at_best_val": acc,
-                    "interpolated": True, "max_train_acc": 1.0, "status": "finished", **{c: 1.0 for c in CLOCKS}, **group})
+                    "interpolated": True, "max_train_acc": 1.0, "status": "finished", "n_test": 1000, **{c: 1.0 for c in CLOCKS}, **group})
     return pd.DataFrame(out)
 
 
@@ -128,3 +130,30 @@ def test_every_verdict_carries_its_rule():
     v = analysis.verdict_l2_lr(pd.DataFrame({"lr": [0.2, 0.5], "l2": [0.0, 0.02], "spread_pp": [9.0, 1.0]}))
     assert v.rule.startswith("Holds if the spread in the largest-lr, largest-L2 cell")
     assert v.to_dict()["rule"] == v.rule and v.to_dict()["holds"] is True
+
+
+def test_spread_table_gives_the_noise_floor_and_an_interval_when_it_can():
+    # sgd seeds: (0.60, 0.50) and (0.64, 0.50): pooled seed sd 0.02, floor 0.02 * d_2 = 0.02 * 2/sqrt(pi)
+    t = analysis.spread_table(opt_runs({"sgd": [10.0, 14.0]}), ["optimizer"]).set_index("optimizer")
+    assert t.loc["sgd", "floor_pp"] == pytest.approx(100 * 0.02 * 2 / math.sqrt(math.pi))
+    assert t.loc["sgd", "floor_from"] == "seeds" and t.loc["sgd", "test_images"] == 1000
+    assert math.isnan(t.loc["sgd", "ci_lo_pp"])      # no per-image correctness stored: no interval
+    # one seed: the floor of test sampling alone, binomial at the mean accuracy 0.55 on 1000 images
+    t = analysis.spread_table(opt_runs({"sgd": [10.0]}), ["optimizer"]).set_index("optimizer")
+    sd = math.sqrt(0.55 * 0.45 / 1000)
+    assert t.loc["sgd", "floor_from"] == "test sampling"
+    assert t.loc["sgd", "floor_pp"] == pytest.approx(100 * sd * 2 / math.sqrt(math.pi))
+
+
+def test_spread_table_uses_the_full_test_set_and_its_interval():
+    from initlib.train import pack_correct
+    i = np.arange(1000)
+    summaries = runs([({"optimizer": "sgd", "lr": 0.1}, 0.1, 0, 0.0), ({"optimizer": "sgd", "lr": 0.1}, 2.5, 0, 0.0)])
+    summaries["selected_test_n"] = 1000
+    summaries["selected_test_acc"] = [0.6, 0.4]
+    summaries["selected_test_correct"] = [pack_correct(i < 600), pack_correct(i < 400)]
+    t = analysis.spread_table(summaries, ["optimizer"]).iloc[0]
+    assert t["spread_pp"] == pytest.approx(20.0)            # from selected_test_acc, not the 0.0s
+    sd = math.sqrt(0.2 * 0.8 / 1000)                        # the band [400, 600): binomial
+    assert t["ci_lo_pp"] == pytest.approx(100 * (0.2 - 1.96 * sd), abs=0.5)
+    assert t["ci_hi_pp"] == pytest.approx(100 * (0.2 + 1.96 * sd), abs=0.5)

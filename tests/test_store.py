@@ -316,3 +316,16 @@ def test_a_store_that_cannot_be_written_is_one_clear_line(tmp_path, where):
 def test_values_that_used_to_pass_validation(tmp_path, base, expect):
     with pytest.raises(ConfigError, match=expect.replace("(", r"\(").replace(")", r"\)")):
         load_params(write_params(tmp_path, "grid: {sigma_w: [1.0]}", base=base), "smoke")
+
+
+def test_export_then_import_through_the_cli_round_trips_intact_runs(tmp_path):
+    p = write_params(tmp_path, "grid: {sigma_w: [1.0]}")
+    s, out, s2 = tmp_path / "store", tmp_path / "results", tmp_path / "store2"
+    assert cli("sweep", p, "--store", s).returncode == 0
+    r = cli("export", p, "--store", s, "--out", out)
+    assert r.returncode == 0 and "exported 1 of 1" in r.stdout, r.stderr
+    r = cli("import", out, "--store", s2)
+    assert r.returncode == 0 and "imported 1 runs" in r.stdout, r.stderr
+    rdir = store.run_dir(s2, bound(p)[0])
+    assert store.is_done(rdir)
+    assert store.read_summary(rdir) == store.read_summary(store.run_dir(s, bound(p)[0]))

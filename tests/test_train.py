@@ -94,3 +94,19 @@ def test_compile_probe_leaves_batchnorm_statistics_alone(monkeypatch):
     import torch
     monkeypatch.setattr(torch, "compile", lambda model, **kw: model)  # probe runs, compiles nothing
     same_metrics(train(tiny(epochs=1, compile=True))[0], train(tiny(epochs=1))[0])
+
+
+def test_selected_predictor_is_scored_on_every_test_image():
+    """The weights of the best-validation-loss epoch, kept and scored once on all 10,000 test
+    images: on the per-epoch test subset they give exactly the per-epoch test accuracy of
+    that epoch, so the kept weights are the selected ones."""
+    import numpy as np
+    from initlib.data import load_cifar10
+    from initlib.train import unpack_correct
+    e, s = train(tiny(epochs=4, lr=0.3))  # at this lr the val loss overshoots after epoch 1-2
+    assert s["selected_test_n"] == 10000
+    correct = unpack_correct(s["selected_test_correct"], 10000)
+    assert s["selected_test_acc"] == pytest.approx(correct.mean())
+    subset = load_cifar10(n_train=100, n_val=50, n_test=50).test_index
+    best = e.loc[e["epoch"] == s["best_val_epoch"], "test_acc"].iloc[0]
+    assert correct[subset].mean() == pytest.approx(best) == pytest.approx(s["test_acc_at_best_val"])
