@@ -24,5 +24,5 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name())" | tee -a "$OUT/gpu.txt"
 timeout 150 python3 -m pytest -q tests/test_gpu.py 2>&1 | tee "$OUT/gpu_tests.log"
 timeout 240 python3 bench/throughput.py --device cuda --precision bf16 --widths 1.0 \
-  --batch-sizes 128,512 --steps 150 --concurrent 4 2>&1 | tee "$OUT/bench_bf16.log"
+  --batch-sizes 128,512 --steps 150 --concurrent 4 --fused 8,32 2>&1 | tee "$OUT/bench_bf16.log"
 timeout 60 python3 -m initlib plan params/0*.yaml --profile paper --measure --device cuda 2>&1 | tee "$OUT/plan.log"

@@ -12,6 +12,9 @@ For each (arch, width, batch size), measured side by side on the same model and 
   augmentation on the device, channels_last, no per-step host sync, bf16 if asked);
 - ``initlib xK`` (``--concurrent K``): K initlib runs at once in K processes on the same
   device (1 CPU thread each); aggregate images/s.
+- ``fused G`` (``--fused 8,32,64``): G runs as one fused model (:mod:`initlib.fused`: grouped
+  convs, per-run BatchNorm, batched head, per-run SGD), each run with its own minibatch of
+  real images, on the device; aggregate images/s (G x b per step).
 
 The ratio column is initlib / plain. MFU (model FLOPs utilization) uses 6 x forward MACs per
 training image against the dense peak of the GPU for the precision used (``--peak-tflops``).
@@ -117,6 +120,36 @@ def _worker(args, barrier, result):
     bench_initlib(*args, barrier=barrier, result=result)
 
 
+def bench_fused(g, arch, width, b, n_images, steps, device, precision="fp32"):
+    """Aggregate training images/s of ``g`` runs fused into one model (one SGD step of all
+    of them per iteration, each on its own minibatch from the device-resident data)."""
+    from initlib.fused import FusedOptimizer, fuse, fused_loss
+    data = load_cifar10(n_train=n_images, n_val=10, n_test=10, device=device)
+    models = [build_model(arch, width=width, sigma_w=1.0, seed=i) for i in range(g)]
+    model = fuse(models).to(device)  # 5-D grouped kernels: no channels_last on the module
+    opt = FusedOptimizer("sgd", model, [1e-3] * g)
+    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")  # noqa: E731
+    gen = torch.Generator(device="cpu").manual_seed(0)
+
+    def step():
+        idx = torch.randint(0, n_images, (b * g,), generator=gen).to(device)
+        x = data.normalize(data.train.x[idx]).reshape(g, b, 3, 32, 32).transpose(0, 1).reshape(b, 3 * g, 32, 32)
+        y = data.train.y[idx].reshape(g, b).T
+        with autocast():
+            loss = fused_loss(model(x.contiguous(memory_format=torch.channels_last)).float(), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    for _ in range(3):
+        step()
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync(device)
+    return g * b * steps / (time.perf_counter() - t0)
+
+
 def bench_concurrent(k, arch, width, b, n_images, steps, device, precision, compile):
     ctx = mp.get_context("spawn")
     barrier, result = ctx.Barrier(k), ctx.Queue()
@@ -142,6 +175,7 @@ def main():
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--concurrent", type=int, default=0, help="also K concurrent initlib runs")
+    ap.add_argument("--fused", default="", help="comma list of G: also G runs fused into one model")
     ap.add_argument("--peak-tflops", type=float, default=None)
     args = ap.parse_args()
     device = pick_device(args.device)
@@ -155,6 +189,9 @@ def main():
     cols = ["arch", "width", "batch", "plain img/s", "initlib img/s", "ratio"]
     if args.concurrent:
         cols += [f"initlib x{args.concurrent} img/s", "ratio x{}".format(args.concurrent)]
+    fused_gs = [int(v) for v in args.fused.split(",") if v]
+    for g in fused_gs:
+        cols += [f"fused {g} img/s", f"ratio fused {g}"]
     if cuda:
         cols += ["MFU initlib", "MFU best"]
     rows = []
@@ -171,6 +208,10 @@ def main():
                                             args.precision, args.compile)
                     best = max(best, conc)
                     row += [f"{conc:,.0f}", f"{conc / plain:.2f}x"]
+                for g in fused_gs:
+                    fused = bench_fused(g, arch, w, b, args.images, steps, device, args.precision)
+                    best = max(best, fused)
+                    row += [f"{fused:,.0f}", f"{fused / plain:.2f}x"]
                 if cuda:
                     mfu = lambda ips: 6 * macs * ips / (peak * 1e12)  # noqa: E731
                     row += [f"{100 * mfu(mine):.1f}%", f"{100 * mfu(best):.1f}%"]
