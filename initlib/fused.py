@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .models import ShortcutA
-from .optim import NS_COEFFS
+from .optim import newton_schulz5
 
 
 class FusedConv2d(nn.Module):
@@ -146,22 +146,6 @@ def _per_run(v, p: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(v, dtype=p.dtype, device=p.device).reshape(-1, *([1] * (p.ndim - 1)))
 
 
-def newton_schulz5_batched(G: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
-    """initlib.optim.newton_schulz5 for a batch of matrices (R, m, n), one per run."""
-    a, b, c = NS_COEFFS
-    X = G.bfloat16() if G.is_cuda else G.to(torch.promote_types(G.dtype, torch.float32))
-    transposed = X.size(1) > X.size(2)
-    if transposed:
-        X = X.mT
-    X = X / (X.norm(dim=(1, 2), keepdim=True) + eps)
-    for _ in range(steps):
-        A = X @ X.mT
-        X = a * X + (b * A + c * A @ A) @ X
-    if transposed:
-        X = X.mT
-    return X.to(G.dtype)
-
-
 class FusedOptimizer:
     """One optimizer for G fused runs, each with its own lr, L2 (coupled), decoupled decay
     and (Muon) role routing; the rules are those of initlib.optim (torch's SGD, Adam and AdamW
@@ -237,5 +221,5 @@ class FusedOptimizer:
         st["buf"].lerp_(grad, 1 - beta)
         g = grad.lerp(st["buf"], beta)
         g2 = g.reshape(g.shape[0], g.shape[1], -1)
-        u = newton_schulz5_batched(g2) * math.sqrt(max(1.0, g2.size(1) / g2.size(2)))
+        u = newton_schulz5(g2) * math.sqrt(max(1.0, g2.size(1) / g2.size(2)))
         p.mul_(1 - lr * _per_run(self.wds, p)).sub_(lr * u.view_as(p))

@@ -25,15 +25,16 @@ NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
 
 def newton_schulz5(G: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
-    """Approximate the orthogonal polar factor U V^T of a 2-D matrix G = U S V^T by the
-    quintic Newton-Schulz iteration X <- aX + (bA + cA^2)X, A = X X^T, from X = G/||G||_F."""
-    assert G.ndim == 2
+    """Approximate the orthogonal polar factor U V^T of a matrix G = U S V^T by the
+    quintic Newton-Schulz iteration X <- aX + (bA + cA^2)X, A = X X^T, from X = G/||G||_F.
+    G is one matrix (m, n) or a batch of them (R, m, n): fused runs (initlib.fused)."""
+    assert G.ndim in (2, 3)
     a, b, c = NS_COEFFS
     X = G.bfloat16() if G.is_cuda else G.to(torch.promote_types(G.dtype, torch.float32))
-    transposed = X.size(0) > X.size(1)
+    transposed = X.size(-2) > X.size(-1)
     if transposed:
         X = X.mT
-    X = X / (X.norm() + eps)
+    X = X / ((X.norm() if X.ndim == 2 else X.norm(dim=(-2, -1), keepdim=True)) + eps)
     for _ in range(steps):
         A = X @ X.mT
         X = a * X + (b * A + c * A @ A) @ X
