@@ -27,7 +27,7 @@ def data():
     return load_cifar10(n_train=100, n_val=10, n_test=10)
 
 
-def batches(data, seed, steps, b=32):
+def batches(data, seed, steps, b=16):
     """Run ``seed``'s first ``steps`` minibatches (its own data order), as float64."""
     n, out, epoch = len(data.train), [], 1
     while len(out) < steps:
@@ -73,7 +73,7 @@ def together(name, models, lrs, l2s, wds, per_run_steps):
                          + [("resnet20", 0.25, "sgd"), ("resnet20", 0.25, "muon")])
 def test_fused_runs_equal_runs_alone(data, name, arch, width):
     models = [build_model(arch, width=width, sigma_w=s, seed=seed).double() for s, seed in zip(SIGMAS, SEEDS)]
-    steps = [batches(data, seed, 6) for seed in SEEDS]
+    steps = [batches(data, seed, 4) for seed in SEEDS]
     fused, fused_losses = together(name, models, LRS[name], L2S, WDS, steps)
     for g, m in enumerate(models):
         ref = alone(name, m, LRS[name][g], L2S[g], WDS[g], steps[g])
@@ -94,7 +94,7 @@ def test_a_diverging_run_leaves_the_others_alone(data):
     lrs = (0.05, 1e30, 0.1)  # run 1 diverges (BN nets survive lr 1e12, not 1e30 at sigma_w 2.5)
     models = [build_model("resnet9", width=0.125, sigma_w=s, seed=seed).double()
               for s, seed in zip((1.0, 2.5, 0.5), SEEDS)]
-    steps = [batches(data, seed, 8) for seed in SEEDS]
+    steps = [batches(data, seed, 6) for seed in SEEDS]
     _, losses = together("sgd", models, lrs, (0.0,) * 3, None, steps)
     assert np.nanmax(np.where(np.isfinite(losses[:, 1]), losses[:, 1], np.inf)) > 1e10  # exploded
     for g in (0, 2):
