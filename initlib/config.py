@@ -52,7 +52,10 @@ RUN_DEFAULTS: dict[str, Any] = {
     "epochs": 300,
     "n_train": 40000,
     "n_val": 10000,
-    "n_test": 10000,
+    "n_test": 10000,         # test images of the per-epoch test curves
+    # test images the selected predictor (best validation loss) is scored on, once, at the end:
+    # the paper's whole test set. Smaller only for pipeline checks (smoke, unit tests).
+    "n_selected_test": 10000,
     "augment": False,        # random crop (pad 4) + horizontal flip; off unless asked
     "split_seed": 0,         # the fixed 40k/10k split of the 50k training images
     # run
@@ -149,9 +152,12 @@ def validate(cfg: Mapping[str, Any], source: str | None = None) -> None:
            s, "step_milestones", f"must be a list of fractions in (0, 1), got {ms!r}")
     for k in ("batch_size", "epochs", "checkpoint_every"):
         _check(_is_int(c[k]) and c[k] >= 1, s, k, f"must be an integer >= 1, got {c[k]!r}")
-    for k, most in (("n_train", 40000), ("n_val", 10000), ("n_test", 10000)):
+    for k, most in (("n_train", 40000), ("n_val", 10000), ("n_test", 10000), ("n_selected_test", 10000)):
         _check(_is_int(c[k]) and 10 <= c[k] <= most and c[k] % 10 == 0, s, k,
                f"must be a multiple of 10 in [10, {most}] (class-balanced subset), got {c[k]!r}")
+    _check(c["n_selected_test"] >= c["n_test"], s, "n_selected_test",
+           f"must be at least n_test ({c['n_test']}): the per-epoch test images are among them, "
+           f"got {c['n_selected_test']}")
     _check(c["batch_size"] <= c["n_train"], s, "batch_size",
            f"must be at most n_train ({c['n_train']}), got {c['batch_size']}: one step would see "
            f"fewer images than b, and T_SGD = (1/b) sum eta^2 would count a batch that is not there")

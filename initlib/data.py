@@ -247,7 +247,7 @@ class CIFAR10Data:
     test: Split          # the n_test images that the per-epoch curves use
     mean: torch.Tensor
     std: torch.Tensor
-    full_test: Split | None = None   # every test image: what the selected predictor is scored on
+    full_test: Split | None = None   # the n_selected_test images the selected predictor is scored on
     test_index: np.ndarray | None = None  # positions of ``test`` within ``full_test``
 
     def normalize(self, x_uint8: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
@@ -257,7 +257,8 @@ class CIFAR10Data:
 
 
 def load_cifar10(data_dir=None, *, n_train=N_TRAIN_FULL, n_val=N_VAL_FULL, n_test=10000,
-                 split_seed=0, device="cpu", download: bool | None = None) -> CIFAR10Data:
+                 split_seed=0, device="cpu", download: bool | None = None,
+                 n_selected_test: int | None = None) -> CIFAR10Data:
     x_tr, y_tr, x_te, y_te = load_raw(data_dir, download)
     tr, va = split_indices(y_tr, split_seed, n_train, n_val)
     te = np.arange(len(y_te)) if n_test >= len(y_te) else balanced_subset(y_te, n_test)
@@ -269,9 +270,13 @@ def load_cifar10(data_dir=None, *, n_train=N_TRAIN_FULL, n_val=N_VAL_FULL, n_tes
     mean = torch.tensor(CIFAR10_MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(CIFAR10_STD, device=device).view(1, 3, 1, 1)
     test = to_split(x_te, y_te, te)
-    full = test if len(te) == len(y_te) else to_split(x_te, y_te, np.arange(len(y_te)))
+    # the images the selected predictor is scored on: all (n_selected_test >= the test set),
+    # else the first n_selected_test/10 of each class, which hold the n_test ones
+    n_sel = len(y_te) if n_selected_test is None else min(n_selected_test, len(y_te))
+    sel = np.arange(len(y_te)) if n_sel >= len(y_te) else balanced_subset(y_te, n_sel)
+    full = test if np.array_equal(sel, te) else to_split(x_te, y_te, sel)
     return CIFAR10Data(to_split(x_tr, y_tr, tr), to_split(x_tr, y_tr, va), test, mean, std,
-                       full, te)
+                       full, np.searchsorted(sel, te))
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:

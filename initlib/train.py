@@ -49,12 +49,13 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 def get_data(cfg, device, data_dir=None):
-    key = (str(resolve_data_dir(data_dir).resolve()), cfg["n_train"], cfg["n_val"], cfg["n_test"], cfg["split_seed"], str(device))
+    key = (str(resolve_data_dir(data_dir).resolve()), cfg["n_train"], cfg["n_val"], cfg["n_test"],
+           cfg["n_selected_test"], cfg["split_seed"], str(device))
     if key not in _DATA_CACHE:
         _DATA_CACHE.clear()  # one data set on the device at a time
         _DATA_CACHE[key] = load_cifar10(data_dir, n_train=cfg["n_train"], n_val=cfg["n_val"],
                                         n_test=cfg["n_test"], split_seed=cfg["split_seed"],
-                                        device=device)
+                                        device=device, n_selected_test=cfg["n_selected_test"])
     return _DATA_CACHE[key]
 
 

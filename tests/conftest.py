@@ -23,7 +23,7 @@ def pytest_configure(config):
 
 def tiny(**kw):
     """A real but tiny run: ResNet-9 at 1/8 width on 100 CIFAR-10 images."""
-    cfg = dict(arch="resnet9", width=0.125, n_train=100, n_val=50, n_test=50, epochs=3,
+    cfg = dict(arch="resnet9", width=0.125, n_train=100, n_val=50, n_test=50, n_selected_test=500, epochs=3,
                batch_size=32, lr=0.05, optimizer="sgd", sigma_w=1.0, seed=0)
     cfg.update(kw)
     from initlib.config import resolve

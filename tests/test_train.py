@@ -103,10 +103,10 @@ def test_selected_predictor_is_scored_on_every_test_image():
     import numpy as np
     from initlib.data import load_cifar10
     from initlib.train import unpack_correct
-    e, s = train(tiny(epochs=4, lr=0.3))  # at this lr the val loss overshoots after epoch 1-2
+    e, s = train(tiny(epochs=4, lr=0.3, n_selected_test=10000))
     assert s["selected_test_n"] == 10000
     correct = unpack_correct(s["selected_test_correct"], 10000)
     assert s["selected_test_acc"] == pytest.approx(correct.mean())
-    subset = load_cifar10(n_train=100, n_val=50, n_test=50).test_index
+    subset = load_cifar10(n_train=100, n_val=50, n_test=50, n_selected_test=10000).test_index
     best = e.loc[e["epoch"] == s["best_val_epoch"], "test_acc"].iloc[0]
     assert correct[subset].mean() == pytest.approx(best) == pytest.approx(s["test_acc_at_best_val"])
