@@ -3,8 +3,10 @@
 Modules are named after the paper's concepts: ``data`` (CIFAR-10 split), ``models``
 (BatchNorm ResNets, sigma_w init), ``optim`` (SGD, momentum, Adam, AdamW, Muon, explicit
 L2, schedules), ``train`` (one run), ``clocks`` (T_SGD, T_L2, T_adapt), ``metrics``
-(test accuracy at best validation loss, tau_interp, repair gap, spread), ``store`` (the run
-store), ``sweep`` (params files, workers, Slurm), ``analysis`` (tables and verdicts),
-``plots``.
+(test accuracy at best validation loss, tau_interp, repair gap, spread), ``stats`` (the
+spread's interval and noise floor), ``store`` (the run store), ``params`` (params files),
+``sweep`` (train what is missing), ``executors`` (workers, GPUs, Slurm, signals), ``plan``
+(cost), ``analysis`` (tables and verdicts), ``plots``, ``notebook`` (what the notebooks
+share), ``fused`` (G runs as one model).
 """
 __version__ = "0.1.0"

@@ -326,7 +326,7 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
                           f"ResNet-9 interpolates there: {'yes' if r9_ok else 'no'} "
                           f"({int(r9['interpolated'].sum())}/{len(r9)}); deep runs at smaller sigma_w "
                           f"that interpolate: {int(small['interpolated'].astype(bool).sum())}/{len(small)}"
-                          + (f"; left out, diverged: " + ", ".join(
+                          + ("; left out, diverged: " + ", ".join(
                               f"{a} sigma_w={s:g}" for a, s in zip(diverged["arch"], diverged["sigma_w"]))
                              if len(diverged) else ""),
                    "ResNet-56/110 often fail to interpolate at large sigma_w")

@@ -13,7 +13,6 @@
 An exception in any cell fails the test (papermill raises PapermillExecutionError).
 """
 import json
-import os
 from pathlib import Path
 
 import papermill as pm

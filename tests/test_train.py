@@ -100,7 +100,6 @@ def test_selected_predictor_is_scored_on_every_test_image():
     """The weights of the best-validation-loss epoch, kept and scored once on all 10,000 test
     images: on the per-epoch test subset they give exactly the per-epoch test accuracy of
     that epoch, so the kept weights are the selected ones."""
-    import numpy as np
     from initlib.data import load_cifar10
     from initlib.train import unpack_correct
     e, s = train(tiny(epochs=4, lr=0.3, n_selected_test=10000))
