@@ -28,10 +28,12 @@ import numpy as np
 from scipy import integrate, stats
 
 
-def spread(acc: np.ndarray) -> float:
-    """Mean over seeds (rows) of max minus min over sigma_w (columns)."""
+def spread(acc: np.ndarray):
+    """Mean over seeds (rows) of max minus min over sigma_w (columns); for a stack of such
+    matrices (..., seeds, sigma_w), one value per matrix."""
     acc = np.atleast_2d(np.asarray(acc, dtype=float))
-    return float((acc.max(axis=1) - acc.min(axis=1)).mean())
+    out = (acc.max(axis=-1) - acc.min(axis=-1)).mean(axis=-1)
+    return float(out) if out.ndim == 0 else out
 
 
 def expected_range(k: int) -> float:
@@ -122,7 +124,7 @@ def difference_interval(correct_a: np.ndarray, correct_b: np.ndarray | None,
             else:
                 s = np.zeros((len(images), 1), dtype=int)
             acc = _accuracies(g, s.astype(int), images.astype(int))
-            values.append((acc.max(axis=2) - acc.min(axis=2)).mean(axis=1))
+            values.append(spread(acc))
         out = values[0] - values[1] if len(values) == 2 else values[0]
         return out if np.ndim(idx[-1]) > 1 else out[0]
 

@@ -246,7 +246,7 @@ def load_checkpoint(rdir: Path | None):
 def leftovers(rdir: Path) -> list[Path]:
     """Files a kill can leave behind: temporaries, and the checkpoint of a done run."""
     out = sorted(rdir.glob(".*.tmp"))
-    if is_done(rdir) and (rdir / CHECKPOINT).exists():
+    if (rdir / CHECKPOINT).exists() and is_done(rdir):
         keep = json.loads((rdir / CONFIG).read_text()).get("config", {}).get("keep_checkpoint")
         if not keep:
             out.append(rdir / CHECKPOINT)
@@ -375,7 +375,7 @@ def export_runs(store_dir, configs, out_dir, warn=print) -> int:
         problem = damage(src)
         if problem:
             warn(f"not exported, damaged: {problem}")
-        elif is_done(src):
+        elif (src / SUMMARY).exists():  # intact (damage() said so) and finished
             _copy_run(src, Path(out_dir) / src.name)
             n += 1
     return n
