@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from initlib import models  # noqa: E402
 from initlib.config import resolve  # noqa: E402
 from initlib.train import train  # noqa: E402
 
@@ -36,12 +35,11 @@ def main():
           "norm init -> final | minutes |")
     print("|---|---|---|---|---|---|---|")
     for scale in map(float, a.scales.split(",")):
-        models.RESNET9_LOGIT_SCALE = scale
         for sigma in map(float, a.sigmas.split(",")):
             t0 = time.time()
             cfg = resolve(dict(arch="resnet9", width=0.125, optimizer="sgd", lr=a.lr, batch_size=128,
                                n_train=a.n_train, n_val=1000, n_test=1000, epochs=a.epochs,
-                               sigma_w=sigma, seed=0, device="cpu"))
+                               sigma_w=sigma, seed=0, logit_scale=scale, device="cpu"))
             _, s = train(cfg)
             tau = s["tau_interp"] if s["tau_interp"] is not None else "fails"
             print(f"| {scale:g} | {sigma:g} | {100 * s['max_train_acc']:.1f} | {tau} | "

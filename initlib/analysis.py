@@ -21,6 +21,7 @@ import pandas as pd
 from .clocks import CLOCKS
 from . import metrics
 from .metrics import spread
+from .stats import noise_floor
 
 ADAPTIVE = ("adam", "adamw", "muon")
 
@@ -104,23 +105,54 @@ def with_selected_accuracy(summaries: pd.DataFrame) -> pd.DataFrame:
     return summaries.assign(test_images=summaries["n_test"])
 
 
+def correct_matrix(runs: pd.DataFrame) -> np.ndarray | None:
+    """Per-image correctness of each run's selected predictor as a (seeds, sigma_w, test
+    images) boolean array, from a group with one run per (seed, sigma_w); None when a run has
+    none (runs from before the selected predictor was kept) or is missing."""
+    from .train import unpack_correct
+    runs = with_selected_accuracy(runs) if "test_images" not in runs else runs
+    acc = runs.pivot_table(index="seed", columns="sigma_w", values="test_acc_at_best_val", dropna=False)
+    if not ("selected_test_correct" in runs and runs["selected_test_correct"].notna().all()
+            and np.isfinite(acc.to_numpy()).all() and len(runs) == acc.size):
+        return None
+    n = int(runs["test_images"].iloc[0])
+    by = {(r.seed, r.sigma_w): unpack_correct(r.selected_test_correct, n) for r in runs.itertuples()}
+    return np.stack([[by[(seed, sw)] for sw in acc.columns] for seed in acc.index])
+
+
 def spread_uncertainty(runs: pd.DataFrame) -> dict:
     """The 95% interval of one group's spread (bootstrap over test images and seeds, from the
     per-image correctness of each selected predictor; nan for runs without it) and its noise
     floor (initlib.stats.noise_floor), in pp."""
     from .stats import noise_floor, spread_interval
-    from .train import unpack_correct
     acc = runs.pivot_table(index="seed", columns="sigma_w", values="test_acc_at_best_val", dropna=False)
     floor = noise_floor(acc.to_numpy(), int(runs["test_images"].min()))
-    lo = hi = math.nan
-    if ("selected_test_correct" in runs and runs["selected_test_correct"].notna().all()
-            and np.isfinite(acc.to_numpy()).all()):
-        n = int(runs["test_images"].iloc[0])
-        by = {(r.seed, r.sigma_w): unpack_correct(r.selected_test_correct, n) for r in runs.itertuples()}
-        correct = np.stack([[by[(seed, sw)] for sw in acc.columns] for seed in acc.index])
-        lo, hi = spread_interval(correct)
+    correct = correct_matrix(runs)
+    lo, hi = spread_interval(correct) if correct is not None else (math.nan, math.nan)
     return {"ci_lo_pp": 100 * lo, "ci_hi_pp": 100 * hi, "floor_pp": 100 * floor["expected"],
             "floor_hi_pp": 100 * floor["upper"], "floor_from": floor["source"]}
+
+
+def difference_table(summaries: pd.DataFrame, by: str, reference: str) -> pd.DataFrame:
+    """For each group of ``by`` other than ``reference``: spread(reference) - spread(group)
+    with its 95% interval (initlib.stats.difference_interval: test images paired, seeds of each
+    group resampled on their own), in pp. nan where a group lacks per-image correctness."""
+    from .stats import difference_interval, spread
+    summaries = with_selected_accuracy(summaries)
+    groups = {k: g for k, g in summaries.groupby(by)}
+    ref = correct_matrix(groups[reference]) if reference in groups else None
+    rows = []
+    for k, g in groups.items():
+        if k == reference:
+            continue
+        other = correct_matrix(g)
+        if ref is None or other is None:
+            rows.append({by: k, "diff_pp": math.nan, "diff_lo_pp": math.nan, "diff_hi_pp": math.nan})
+            continue
+        d = spread(ref.mean(axis=-1)) - spread(other.mean(axis=-1))
+        lo, hi = difference_interval(ref, other)
+        rows.append({by: k, "diff_pp": 100 * d, "diff_lo_pp": 100 * lo, "diff_hi_pp": 100 * hi})
+    return pd.DataFrame(rows, columns=[by, "diff_pp", "diff_lo_pp", "diff_hi_pp"])
 
 
 def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -179,9 +211,11 @@ def format_table(df: pd.DataFrame, digits: int = 1) -> str:
 
 # ------------------------------------------------------------------ 01 optimizer dependence
 @decided_by_rule
-def verdict_optimizer_dependence(table: pd.DataFrame) -> Verdict:
-    """Holds if the SGD spread exceeds every adaptive optimizer's spread by more than the
-    seed range (the largest range of any optimizer's spread over seeds)."""
+def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame) -> Verdict:
+    """Holds if, for every adaptive optimizer, SGD's spread is larger and the 95% interval
+    of the difference (SGD's spread minus the adaptive one's; bootstrap over test images and
+    seeds) lies above 0. Does not hold if an interval lies below 0 or SGD's spread is not
+    larger; undecided otherwise (an interval that contains 0)."""
     rows = table.set_index("optimizer")
     t = rows["spread_pp"]
     if "sgd" not in t or not any(o in t for o in ADAPTIVE):
@@ -189,15 +223,18 @@ def verdict_optimizer_dependence(table: pd.DataFrame) -> Verdict:
     undefined = [o for o in ("sgd", *ADAPTIVE) if o in t and not np.isfinite(t[o])]
     if undefined:
         return Verdict(None, f"spread undefined (diverged or missing runs) for {', '.join(undefined)}")
-    noise = seed_range_pp(table)
-    adaptive = {o: t[o] for o in ADAPTIVE if o in t}
-    worst = max(adaptive, key=adaptive.get)
-    holds = all(t["sgd"] - v > noise for v in adaptive.values())
-    rel = ">" if holds else "is not >"
-    parts = ", ".join(f"{o} {pp_with_range(rows.loc[o])}" for o in adaptive)
-    return Verdict(holds, f"SGD spread {pp_with_range(rows.loc['sgd'])} {rel} {worst} "
-                          f"{adaptive[worst]:.1f} pp + seed range {noise:.1f} pp (adaptive: {parts})",
-                   "SGD 26.5 pp, Muon ~4.0 pp")
+    d = differences.set_index("optimizer")
+    adaptive = [o for o in ADAPTIVE if o in t]
+    if any(o not in d.index or not np.isfinite(d.loc[o, "diff_lo_pp"]) for o in adaptive):
+        return Verdict(None, "no interval for the difference (runs without per-image correctness)")
+    above = [o for o in adaptive if d.loc[o, "diff_lo_pp"] > 0]
+    against = [o for o in adaptive if d.loc[o, "diff_hi_pp"] < 0 or t["sgd"] <= t[o]]
+    holds = True if len(above) == len(adaptive) else (False if against else None)
+    parts = "; ".join(f"minus {o} {t[o]:.1f}: {d.loc[o, 'diff_pp']:+.1f} pp "
+                      f"[{d.loc[o, 'diff_lo_pp']:+.1f}, {d.loc[o, 'diff_hi_pp']:+.1f}]" for o in adaptive)
+    return Verdict(holds, f"SGD spread {t['sgd']:.1f} pp [{rows.loc['sgd', 'ci_lo_pp']:.1f}, "
+                          f"{rows.loc['sgd', 'ci_hi_pp']:.1f}] (noise floor {rows.loc['sgd', 'floor_pp']:.1f}); "
+                          f"{parts} (95% intervals)", "SGD 26.5 pp, Muon ~4.0 pp")
 
 
 # ------------------------------------------------------------------ 02 long training
@@ -227,14 +264,29 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
         t = _over_seeds(per_seed, by, min_train_acc=("min_train_acc", "min"))
         t["min_train_acc"] = 100 * t["min_train_acc"]
         t.insert(len(by), "horizon_epochs", E)
+        # the accuracies here are on the per-epoch test images (n_test): their noise floor
+        runs = pd.DataFrame(per_run)
+        floors = []
+        for _, g in (runs.groupby(by, dropna=False) if by else [(None, runs)]):
+            acc = g.pivot_table(index="seed", columns="sigma_w", values="test_acc_at_best_val", dropna=False)
+            n_test = int(epochs["n_test"].min())
+            fl = noise_floor(acc.to_numpy(), n_test)
+            floors.append({"mean_acc": float(np.nanmean(acc.to_numpy())), "test_images": n_test,
+                           "floor_pp": 100 * fl["expected"], "floor_hi_pp": 100 * fl["upper"],
+                           "floor_from": fl["source"]})
+        t = pd.concat([t.reset_index(drop=True), pd.DataFrame(floors)], axis=1)
         rows.append(t)
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
 @decided_by_rule
 def verdict_long_training(table: pd.DataFrame, main_horizon: int) -> Verdict:
-    """Holds if the spread at the longest horizon is within the seed range of the spread at
-    the main horizon, or larger."""
+    """Holds if, at the longest horizon, the spread is still above its noise floor (95%
+    quantile) and the 95% interval of its change from the main horizon (test sampling,
+    initlib.stats.spread_change_sd; with seeds, widened by the seed range) does not lie below
+    0: no measurable forgetting from training longer. Does not hold if that interval lies
+    below 0 or the spread fell to its floor."""
+    from .stats import normal_interval, spread_change_sd
     t = table.set_index("horizon_epochs")
     if main_horizon not in t.index:
         return Verdict(None, f"main horizon {main_horizon} not among {list(t.index)}")
@@ -242,18 +294,26 @@ def verdict_long_training(table: pd.DataFrame, main_horizon: int) -> Verdict:
     s_main, s_long = t.loc[main_horizon, "spread_pp"], t.loc[longest, "spread_pp"]
     if not (np.isfinite(s_main) and np.isfinite(s_long)):
         return Verdict(None, "spread undefined at the main or the longest horizon (diverged runs)")
-    noise = seed_range_pp(table)
-    holds = bool(s_long >= s_main - noise)
-    return Verdict(holds, f"spread at {longest} epochs {s_long:.1f} pp vs {s_main:.1f} pp at "
-                          f"{main_horizon} epochs (seed range {noise:.1f} pp)",
+    p = float(t.loc[[main_horizon, longest], "mean_acc"].mean())
+    sd = 100 * spread_change_sd(p, int(t.loc[longest, "test_images"]))
+    lo, hi = normal_interval(s_long - s_main, sd)
+    lo, hi = lo - seed_range_pp(table), hi + seed_range_pp(table)
+    floor = float(t.loc[longest, "floor_hi_pp"])
+    holds = bool(hi >= 0 and s_long > floor)
+    return Verdict(holds, f"spread {s_long:.1f} pp at {longest} epochs vs {s_main:.1f} pp at {main_horizon}: "
+                          f"change {s_long - s_main:+.1f} pp [{lo:+.1f}, {hi:+.1f}] (95%); noise floor at "
+                          f"{longest} epochs (95% quantile) {floor:.1f} pp",
                    "~26 pp at 5,000 epochs vs 26.5 pp at 300")
 
 
 # ------------------------------------------------------------------ 03 L2 and learning rate
 @decided_by_rule
-def verdict_l2_lr(table: pd.DataFrame) -> Verdict:
-    """Holds if the spread in the largest-lr, largest-L2 cell is below a third of the spread in
-    the smallest-lr, no-L2 cell."""
+def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
+    """Holds if the 95% interval of spread(smallest lr, no L2) minus spread(largest lr,
+    largest L2) lies above 0 (bootstrap over test images and seeds) and the largest-lr,
+    largest-L2 spread is within its noise floor (95% quantile): sigma_w no longer shows.
+    Does not hold if the interval does not lie above 0 or that spread is above its floor."""
+    from .stats import difference_interval, spread
     lo = table[(table["lr"] == table["lr"].min()) & (table["l2"] == 0)]
     hi = table[(table["lr"] == table["lr"].max()) & (table["l2"] == table["l2"].max())]
     if lo.empty or hi.empty or table["l2"].max() == 0:
@@ -261,10 +321,19 @@ def verdict_l2_lr(table: pd.DataFrame) -> Verdict:
     s_lo, s_hi = float(lo["spread_pp"].iloc[0]), float(hi["spread_pp"].iloc[0])
     if not (np.isfinite(s_lo) and np.isfinite(s_hi)):
         return Verdict(None, "spread undefined in a corner cell (diverged or missing runs)")
-    holds = s_hi < s_lo / 3
+    summaries = with_selected_accuracy(summaries)
+    cell = lambda r: summaries[(summaries["lr"] == r["lr"].iloc[0]) & (summaries["l2"] == r["l2"].iloc[0])]  # noqa: E731
+    a, b = correct_matrix(cell(lo)), correct_matrix(cell(hi))
+    if a is None or b is None:
+        return Verdict(None, "no interval for the difference (runs without per-image correctness)")
+    d = 100 * (spread(a.mean(axis=-1)) - spread(b.mean(axis=-1)))
+    d_lo, d_hi = (100 * v for v in difference_interval(a, b))
+    floor = float(hi["floor_hi_pp"].iloc[0])
+    holds = bool(d_lo > 0 and s_hi <= floor)
     return Verdict(holds, f"spread at lr={hi['lr'].iloc[0]:g}, L2={hi['l2'].iloc[0]:g}: {s_hi:.1f} pp "
-                          f"{'<' if holds else 'is not <'} 1/3 of {s_lo:.1f} pp at lr={lo['lr'].iloc[0]:g}, "
-                          f"no L2", "0.3 pp at lr=1e-2, L2=1e-2, against 26.5 pp at lr=1e-3")
+                          f"(noise floor, 95% quantile, {floor:.1f}) against {s_lo:.1f} pp at "
+                          f"lr={lo['lr'].iloc[0]:g}, no L2: difference {d:+.1f} pp [{d_lo:+.1f}, {d_hi:+.1f}] (95%)",
+                   "0.3 pp at lr=1e-2, L2=1e-2, against 26.5 pp at lr=1e-3")
 
 
 # ------------------------------------------------------------------ 04 batch size
@@ -280,16 +349,27 @@ def spearman(x, y) -> float:
 
 
 @decided_by_rule
-def verdict_batch_size(table: pd.DataFrame) -> Verdict:
-    """Holds if the spread rises with the batch size (Spearman rho > 0)."""
+def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
+    """Holds if the spread rises with the batch size: the least-squares slope of the spread
+    against log2(b) has a 95% interval above 0 (bootstrap over test images, paired across b,
+    and seeds). Does not hold if the interval lies below 0; undecided if it contains 0.
+    Spearman's rho is reported beside it."""
+    from .stats import trend_interval
     if not np.isfinite(table["spread_pp"]).all():
         bad = ", ".join(f"b={int(b)}" for b in table.loc[~np.isfinite(table["spread_pp"]), "batch_size"])
         return Verdict(None, f"spread undefined (diverged or missing runs) at {bad}")
-    rho = spearman(table["batch_size"], table["spread_pp"])
-    if not np.isfinite(rho):
+    if len(table) < 3:
         return Verdict(None, "needs at least 3 batch sizes")
-    pairs = ", ".join(f"b={int(r['batch_size'])}: {pp_with_range(r)}" for _, r in table.iterrows())
-    return Verdict(bool(rho > 0), f"Spearman rho(b, spread) = {rho:+.2f} ({pairs})",
+    summaries = with_selected_accuracy(summaries)
+    groups = [correct_matrix(summaries[summaries["batch_size"] == b]) for b in table["batch_size"]]
+    if any(g is None for g in groups):
+        return Verdict(None, "no interval for the trend (runs without per-image correctness)")
+    k, lo, hi = (100 * v for v in trend_interval(groups, np.log2(table["batch_size"].to_numpy(float))))
+    rho = spearman(table["batch_size"], table["spread_pp"])
+    holds = True if lo > 0 else (False if hi < 0 else None)
+    pairs = ", ".join(f"b={int(r['batch_size'])}: {r['spread_pp']:.1f}" for _, r in table.iterrows())
+    return Verdict(holds, f"slope of the spread per doubling of b {k:+.2f} pp [{lo:+.2f}, {hi:+.2f}] (95%); "
+                          f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})",
                    "the spread grows with b over b = 16..256")
 
 
@@ -305,11 +385,21 @@ def depth_table(summaries: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values(["arch", "sigma_w", "seed"], key=lambda s: s.map(order) if s.name == "arch" else s)
 
 
+def clearly_below(acc: float, n: int, threshold: float = 0.995, confidence: float = 0.95) -> bool:
+    """Whether an accuracy ``acc`` on ``n`` images is below ``threshold`` beyond the noise of
+    counting: the upper end of its exact (Clopper-Pearson, scipy.stats.binomtest) 95% interval
+    is below the threshold."""
+    from scipy.stats import binomtest
+    k = int(round(acc * n))
+    return bool(binomtest(k, n).proportion_ci(confidence).high < threshold)
+
+
 @decided_by_rule
 def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
     """Holds if some deep run (not ResNet-9) with sigma_w >= large_sigma_w fails to
-    interpolate while every ResNet-9 run at those sigma_w does interpolate. Diverged runs
-    count neither way (a diverged run is not a failure to interpolate); they are reported."""
+    interpolate clearly (its best train accuracy's exact 95% interval lies below 99.5%) while
+    every ResNet-9 run at those sigma_w interpolates. Diverged runs count neither way (a
+    diverged run is not a failure to interpolate); they are reported."""
     diverged = summaries[summaries["status"] == "diverged"]
     summaries = summaries[summaries["status"] != "diverged"]
     big = summaries[summaries["sigma_w"] >= large_sigma_w]
@@ -317,12 +407,14 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
     if r9.empty or deep.empty:
         return Verdict(None, f"needs ResNet-9 and deeper runs at sigma_w >= {large_sigma_w} that did "
                              f"not diverge ({len(diverged)} diverged)")
-    fails = deep[~deep["interpolated"].astype(bool)]
+    clear = [clearly_below(a, int(n)) for a, n in zip(deep["max_train_acc"], deep["n_train"])]
+    fails = deep[np.array(clear, dtype=bool)]
     r9_ok = bool(r9["interpolated"].astype(bool).all())
     holds = bool(len(fails) and r9_ok)
-    failed = ", ".join(f"{a} sigma_w={s:g}" for a, s in zip(fails["arch"], fails["sigma_w"])) or "none"
+    failed = ", ".join(f"{a} sigma_w={s:g} ({100 * m:.1f}%)"
+                       for a, s, m in zip(fails["arch"], fails["sigma_w"], fails["max_train_acc"])) or "none"
     small = summaries[(summaries["sigma_w"] < large_sigma_w) & (summaries["arch"] != "resnet9")]
-    return Verdict(holds, f"deep runs at sigma_w >= {large_sigma_w:g} that fail to interpolate: {failed}; "
+    return Verdict(holds, f"deep runs at sigma_w >= {large_sigma_w:g} that clearly fail to interpolate: {failed}; "
                           f"ResNet-9 interpolates there: {'yes' if r9_ok else 'no'} "
                           f"({int(r9['interpolated'].sum())}/{len(r9)}); deep runs at smaller sigma_w "
                           f"that interpolate: {int(small['interpolated'].astype(bool).sum())}/{len(small)}"
@@ -367,23 +459,33 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
     return points.drop_duplicates(["optimizer", "lr", "l2", "batch_size", "epochs"], keep="first")
 
 
+MIN_CLOCK_POINTS = 5  # fewer points give a bootstrap interval of rho that says little
+
+
 @decided_by_rule
 def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
-    """Holds if, within each family, the spread falls monotonically as its governing clock
-    grows: Spearman rho(clock, spread) < 0 for every family with >= 3 points. Points whose
-    spread is undefined (diverged or missing runs) are left out and counted."""
+    """Holds if, within each family with >= 5 points, the spread falls as its governing clock
+    grows: the 95% interval of Spearman's rho(clock, spread) (bootstrap over the points,
+    initlib.stats.rho_interval) lies below 0 for every such family. Does not hold if one
+    family's interval lies above 0; undecided otherwise. Points whose spread is undefined
+    (diverged or missing runs) are left out and counted; families with fewer points are shown,
+    not decided."""
+    from .stats import rho_interval
     rows = []
     for fam, g in points.groupby("family"):
         ok = g[np.isfinite(g["spread_pp"])]
+        rho, lo, hi = (rho_interval(ok[fam], ok["spread_pp"]) if len(ok) >= 3
+                       else (math.nan, math.nan, math.nan))
         rows.append({"clock": fam, "points": len(ok), "undefined": len(g) - len(ok),
-                     "rho": spearman(ok[fam], ok["spread_pp"])})
+                     "rho": rho, "rho_lo": lo, "rho_hi": hi, "decided": len(ok) >= MIN_CLOCK_POINTS})
     rho = pd.DataFrame(rows)
-    decided = rho[np.isfinite(rho["rho"])]
+    decided = rho[rho["decided"]]
     if decided.empty:
-        return Verdict(None, "no family has 3 or more points"), rho
-    holds = bool((decided["rho"] < 0).all())
-    parts = ", ".join(f"{c}: rho={r:+.2f} ({n} pts)" if np.isfinite(r) else f"{c}: n/a ({n} pts)"
-                      for c, n, r in zip(rho["clock"], rho["points"], rho["rho"]))
-    return Verdict(holds, f"spread vs governing clock, Spearman {parts} (holds if every decided "
-                          f"rho < 0)", "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 "
-                          "epochs, 1.2e-2 at 5,000"), rho
+        return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points"), rho
+    holds = True if (decided["rho_hi"] < 0).all() else (False if (decided["rho_lo"] > 0).any() else None)
+    parts = ", ".join(f"{c}: rho={r:+.2f} [{lo:+.2f}, {hi:+.2f}] ({n} pts{'' if d else ', not decided'})"
+                      if np.isfinite(r) else f"{c}: n/a ({n} pts)"
+                      for c, n, r, lo, hi, d in zip(rho["clock"], rho["points"], rho["rho"], rho["rho_lo"],
+                                                   rho["rho_hi"], rho["decided"]))
+    return Verdict(holds, f"spread vs governing clock, Spearman {parts} (95% intervals)",
+                   "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000"), rho

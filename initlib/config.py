@@ -31,6 +31,9 @@ RUN_DEFAULTS: dict[str, Any] = {
     "arch": "resnet9",
     "width": 1.0,            # channel multiplier (ResNet-9: 64/128/256/512 x width)
     "sigma_w": 1.0,          # kernels ~ N(0, sigma_w^2 / fan_in)
+    # ResNet-9's logits are multiplied by this (Myrtle: 0.125). 1.0 = no scale, chosen by the
+    # pilot in bench/output_scale_pilot.md (see initlib.models.RESNET9_LOGIT_SCALE).
+    "logit_scale": 1.0,
     # optimizer
     "optimizer": "sgd",
     "lr": 1e-3,              # eta; for muon, the lr of the hidden (Muon) kernels
@@ -135,8 +138,10 @@ def validate(cfg: Mapping[str, Any], source: str | None = None) -> None:
     _check(c["precision"] in PRECISIONS, s, "precision",
            f"unknown precision {c['precision']!r} (one of {PRECISIONS})")
     h = _number_hint
-    for k in ("sigma_w", "width", "lr"):
+    for k in ("sigma_w", "width", "lr", "logit_scale"):
         _check(_is_num(c[k]) and c[k] > 0, s, k, f"must be a positive number, got {c[k]!r}{h(c[k])}")
+    _check(c["arch"] == "resnet9" or c["logit_scale"] == 1.0, s, "logit_scale",
+           f"only ResNet-9 has a logit scale (arch {c['arch']!r} needs 1.0)")
     if c["aux_lr"] is not None:
         _check(_is_num(c["aux_lr"]) and c["aux_lr"] > 0, s, "aux_lr",
                f"must be a positive number or null, got {c['aux_lr']!r}{h(c['aux_lr'])}")

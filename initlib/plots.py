@@ -59,16 +59,27 @@ def norm_over_epochs(epochs: pd.DataFrame, panel: str, title: str, seed: int | N
     return fig
 
 
+def _interval(g: pd.DataFrame):
+    """Error bars for a spread: its 95% interval where there is one, else the seed range."""
+    if "ci_lo_pp" in g and np.isfinite(g["ci_lo_pp"]).all():
+        return [g["spread_pp"] - g["ci_lo_pp"], g["ci_hi_pp"] - g["spread_pp"]], "95% interval"
+    return [g["spread_pp"] - g["spread_min_pp"], g["spread_max_pp"] - g["spread_pp"]], "seed range"
+
+
 def spread_vs(table: pd.DataFrame, x: str, xlabel: str, title: str, group: str | None = None,
               logx: bool = False, paper: dict | None = None):
-    """Spread (pp) against ``x``, error bars from the seed range."""
+    """Spread (pp) against ``x``: error bars are its 95% interval (else the seed range); the
+    grey dashed line is the noise floor's 95% quantile (the spread sigma_w would show if it did
+    nothing)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     groups = table.groupby(group, sort=False) if group else [(None, table)]
     for key, g in groups:
         g = g.sort_values(x)
-        ax.errorbar(g[x], g["spread_pp"], yerr=[g["spread_pp"] - g["spread_min_pp"],
-                    g["spread_max_pp"] - g["spread_pp"]], marker="o", capsize=3,
-                    label=None if key is None else f"{group}={key}")
+        yerr, what = _interval(g)
+        ax.errorbar(g[x], g["spread_pp"], yerr=yerr, marker="o", capsize=3,
+                    label=(what if key is None else f"{group}={key} ({what})"))
+        if "floor_hi_pp" in g:
+            ax.plot(g[x], g["floor_hi_pp"], ls="--", color="0.5", label="noise floor (95% quantile)")
     if paper:
         ax.scatter(list(paper), list(paper.values()), marker="*", s=140, color="k", zorder=5,
                    label="paper")
@@ -77,8 +88,30 @@ def spread_vs(table: pd.DataFrame, x: str, xlabel: str, title: str, group: str |
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"test-accuracy spread over $\sigma_w$ (pp)")
     ax.set_title(title)
-    if group or paper:
-        ax.legend(fontsize=8)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def spread_bars(table: pd.DataFrame, group: str, title: str, paper: dict | None = None):
+    """One bar per group: its spread (pp) with the 95% interval, and the noise floor (expected,
+    and its 95% quantile) as a grey band behind it; ``paper`` marks the paper's numbers."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    x = np.arange(len(table))
+    yerr, what = _interval(table)
+    ax.bar(x, table["spread_pp"], color="tab:blue", alpha=0.8, label=f"spread ({what})")
+    ax.errorbar(x, table["spread_pp"], yerr=yerr, fmt="none", color="k", capsize=4)
+    for i, (lo, hi) in enumerate(zip(table["floor_pp"], table["floor_hi_pp"])):
+        ax.fill_between([i - 0.45, i + 0.45], 0, hi, color="0.6", alpha=0.35, lw=0,
+                        label="noise floor up to its 95% quantile" if i == 0 else None)
+        ax.plot([i - 0.45, i + 0.45], [lo, lo], color="0.3", lw=1, label="noise floor, expected" if i == 0 else None)
+    if paper:
+        px = [i for i, k in enumerate(table[group]) if k in paper]
+        ax.scatter(px, [paper[table[group].iloc[i]] for i in px], marker="*", s=140, color="k",
+                   zorder=5, label="paper")
+    ax.set_xticks(x, [str(k) for k in table[group]])
+    ax.set_ylabel(r"test-accuracy spread over $\sigma_w$ (pp)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
     return fig
 
 

@@ -23,6 +23,7 @@ Small pure functions, each tested on hand-computed cases in tests/test_stats.py.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy import integrate, stats
@@ -107,9 +108,43 @@ def difference_interval(correct_a: np.ndarray, correct_b: np.ndarray | None,
     """95% interval of spread(a) - spread(b) (or of spread(a) when b is None): the test
     images are one sample shared by both (the same test set), the seeds of a and of b are
     resampled independently (different runs)."""
-    correct_a = np.asarray(correct_a, dtype=bool)
-    groups = [correct_a] + ([np.asarray(correct_b, dtype=bool)] if correct_b is not None else [])
-    n_img = correct_a.shape[-1]
+    groups = [correct_a] + ([correct_b] if correct_b is not None else [])
+    combine = (lambda s: s[0] - s[1]) if correct_b is not None else (lambda s: s[0])  # noqa: E731
+    return bootstrap_spreads(groups, combine, confidence, n_resamples, seed)
+
+
+def slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares slope of y on x; y may be a stack (..., len(x)): one slope per row."""
+    x = np.asarray(x, dtype=float)
+    xc = x - x.mean()
+    y = np.asarray(y, dtype=float)
+    return (y - y.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
+
+
+def trend_interval(groups: list[np.ndarray], x, confidence: float = 0.95, n_resamples: int = 2000,
+                   seed: int = 0) -> tuple[float, float, float]:
+    """The least-squares slope of the spread against ``x`` (one x per group), and its 95%
+    interval: the same bootstrap as :func:`difference_interval` (test images shared by every
+    group, each group's seeds resampled on their own), the statistic being the slope of the
+    resampled spreads. Returns (slope, low, high)."""
+    x = np.asarray(x, dtype=float)
+    point = float(slope(x, np.array([spread(_accuracies(np.asarray(g, dtype=bool),
+                                                        np.arange(np.shape(g)[0])[None],
+                                                        np.arange(np.shape(g)[-1])[None])[0])
+                                     for g in groups])))
+    lo, hi = bootstrap_spreads(groups, lambda s: slope(x, np.stack(s, axis=-1)), confidence,
+                               n_resamples, seed)
+    return point, lo, hi
+
+
+def bootstrap_spreads(groups: list[np.ndarray], combine, confidence: float = 0.95,
+                      n_resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% interval (scipy.stats.bootstrap, percentile) of ``combine([spread of each group])``
+    from per-image correctness, one (seeds, sigma_w, test images) array per group: the test
+    images are resampled once for all groups (the same test set: paired), the seeds of each
+    group with >= 2 seeds independently (different runs)."""
+    groups = [np.asarray(g, dtype=bool) for g in groups]
+    n_img = groups[0].shape[-1]
     assert all(g.shape[-1] == n_img for g in groups), "one test set for every run"
     samples = [np.arange(g.shape[0]) for g in groups if g.shape[0] >= 2] + [np.arange(n_img)]
     resample_seeds = [g.shape[0] >= 2 for g in groups]
@@ -123,12 +158,45 @@ def difference_interval(correct_a: np.ndarray, correct_b: np.ndarray | None,
                 j += 1
             else:
                 s = np.zeros((len(images), 1), dtype=int)
-            acc = _accuracies(g, s.astype(int), images.astype(int))
-            values.append(spread(acc))
-        out = values[0] - values[1] if len(values) == 2 else values[0]
+            values.append(np.atleast_1d(spread(_accuracies(g, s.astype(int), images.astype(int)))))
+        out = np.asarray(combine(values))
         return out if np.ndim(idx[-1]) > 1 else out[0]
 
     res = stats.bootstrap(tuple(samples), statistic, n_resamples=n_resamples, vectorized=True,
                           paired=False, confidence_level=confidence, method="percentile",
                           random_state=np.random.default_rng(seed), batch=50)
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def normal_interval(estimate: float, sd: float, confidence: float = 0.95) -> tuple[float, float]:
+    """estimate -/+ z * sd, z the normal quantile (1.96 for 95%)."""
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return estimate - z * sd, estimate + z * sd
+
+
+def spread_change_sd(p: float, n: int) -> float:
+    """The sd, from test sampling alone, of the change of a spread between two horizons of the
+    same runs, each accuracy measured on ``n`` test images at accuracy about ``p``: a spread is
+    one accuracy minus another (sd sqrt(2) * binomial), and the two horizons are taken as
+    independent (their selected epochs differ; the correlation through the shared test images
+    is ignored, which widens the interval: a conservative choice for detecting a change)."""
+    return 2.0 * binomial_sd(p, n)
+
+
+def rho_interval(x, y, confidence: float = 0.95, n_resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """Spearman's rho of (x, y) (scipy.stats.spearmanr) and its 95% interval from
+    scipy.stats.bootstrap resampling the points in pairs (percentile). A resample whose x or y
+    are all tied has no ranks to correlate: it counts as rho 0 (no trend), not as missing."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+    def rho(a, b):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", stats.ConstantInputWarning)
+            r = stats.spearmanr(a, b).statistic
+        return float(r) if np.isfinite(r) else 0.0
+
+    res = stats.bootstrap((x, y), rho, paired=True, vectorized=False, n_resamples=n_resamples,
+                          confidence_level=confidence, method="percentile",
+                          random_state=np.random.default_rng(seed))
+    return rho(x, y), float(res.confidence_interval.low), float(res.confidence_interval.high)

@@ -187,7 +187,8 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
                         f"(initlib.sweep.bind_to_data)")
     data = get_data(cfg, device, data_dir)
     dtype = DTYPES[cfg["precision"]]
-    model = build_model(cfg["arch"], width=cfg["width"], sigma_w=cfg["sigma_w"], seed=cfg["seed"])
+    model = build_model(cfg["arch"], width=cfg["width"], sigma_w=cfg["sigma_w"], seed=cfg["seed"],
+                        logit_scale=cfg["logit_scale"])
     model = model.to(device=device, dtype=dtype).to(memory_format=torch.channels_last)
     opt = build_optimizer(cfg["optimizer"], model, **cfg)
     n, b = len(data.train), cfg["batch_size"]

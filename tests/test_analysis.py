@@ -40,62 +40,130 @@ def test_spread_table_mean_and_range_over_seeds():
     assert analysis.pp_with_range(t.loc["sgd"]) == "12.0 pp (10.0..14.0)"
 
 
-def test_optimizer_verdict_needs_a_gap_larger_than_the_seed_range():
-    # SGD 12 (10..14), adam 2.5: gap 9.5 > seed range 4 -> holds
-    t = analysis.spread_table(opt_runs({"sgd": [10.0, 14.0], "adam": [2.0, 3.0]}), ["optimizer"])
-    v = analysis.verdict_optimizer_dependence(t)
-    assert v.holds is True and "12.0 pp (10.0..14.0) > adam 2.5 pp + seed range 4.0 pp" in v.text
-    # SGD 12 (6..18), adam 2.5: gap 9.5 < seed range 12 -> does not hold
-    t = analysis.spread_table(opt_runs({"sgd": [6.0, 18.0], "adam": [2.0, 3.0]}), ["optimizer"])
-    assert analysis.verdict_optimizer_dependence(t).holds is False
-    assert "DOES NOT HOLD" in str(analysis.verdict_optimizer_dependence(t))
-    t = analysis.spread_table(opt_runs({"sgd": [6.0]}), ["optimizer"])
-    assert analysis.verdict_optimizer_dependence(t).holds is None
+def with_correct(summaries, n=1000, seed=0):
+    """The summaries with a selected predictor scored on n images: each run right on a random
+    set of round(acc * n) of them (independent across runs), as train.score_selected stores it."""
+    from initlib.train import pack_correct
+    rng = np.random.default_rng(seed)
+    correct = [rng.permutation(n) < round(a * n) for a in summaries["test_acc_at_best_val"]]
+    return summaries.assign(selected_test_n=n, selected_test_acc=[c.mean() for c in correct],
+                            selected_test_correct=[pack_correct(c) for c in correct])
 
 
-def test_l2_verdict_compares_the_corner_cells():
-    table = pd.DataFrame({"lr": [0.2, 0.5, 0.5], "l2": [0.0, 0.0, 0.02], "spread_pp": [9.0, 6.0, 2.9]})
-    assert analysis.verdict_l2_lr(table).holds is True       # 2.9 < 9 / 3
-    table.loc[2, "spread_pp"] = 3.1
-    assert analysis.verdict_l2_lr(table).holds is False
+def optimizer_verdict(spreads, n=1000):
+    s = with_correct(opt_runs(spreads), n)
+    t = analysis.spread_table(s, ["optimizer"])
+    d = analysis.difference_table(s, "optimizer", "sgd")
+    return analysis.verdict_optimizer_dependence(t, d), d.set_index("optimizer")
 
 
-def test_batch_size_verdict_is_spearman_rho_positive():
+def test_optimizer_verdict_needs_the_difference_interval_above_zero():
+    # SGD 12 pp against Adam 2.5 pp on 1,000 images per run: the difference, 9.5 pp, has an
+    # interval of about +-5 pp (two seeds, independent test-sampling noise per run): above 0.
+    v, d = optimizer_verdict({"sgd": [10.0, 14.0], "adam": [2.0, 3.0]})
+    assert d.loc["adam", "diff_pp"] == pytest.approx(9.5, abs=0.01)
+    assert 0 < d.loc["adam", "diff_lo_pp"] < 9.5 < d.loc["adam", "diff_hi_pp"]
+    assert v.holds is True and "minus adam 2.5: +9.5 pp" in v.text
+    # 4 pp against 3 pp: SGD is larger, but the interval contains 0: undecided
+    v, d = optimizer_verdict({"sgd": [4.0, 4.0], "adam": [3.0, 3.0]})
+    assert d.loc["adam", "diff_lo_pp"] < 0 < d.loc["adam", "diff_hi_pp"] and v.holds is None
+    # SGD smaller than Adam: does not hold
+    v, _ = optimizer_verdict({"sgd": [2.0, 3.0], "adam": [12.0, 14.0]})
+    assert v.holds is False and "DOES NOT HOLD" in str(v)
+    # no adaptive optimizer, or no per-image correctness: undecided
+    v, _ = optimizer_verdict({"sgd": [6.0]})
+    assert v.holds is None
+    t = analysis.spread_table(opt_runs({"sgd": [10.0], "adam": [2.0]}), ["optimizer"])
+    d = analysis.difference_table(opt_runs({"sgd": [10.0], "adam": [2.0]}), "optimizer", "sgd")
+    assert math.isnan(d["diff_lo_pp"].iloc[0]) and analysis.verdict_optimizer_dependence(t, d).holds is None
+
+
+def l2_runs(spread_lo, spread_hi):
+    rows = []
+    for (lr, l2), pp in (((0.1, 0.0), spread_lo), ((0.3, 0.0), spread_lo), ((0.3, 0.065), spread_hi)):
+        rows += [({"optimizer": "sgd", "lr": lr, "l2": l2}, 0.1, 0, 0.5 + pp / 100),
+                 ({"optimizer": "sgd", "lr": lr, "l2": l2}, 2.5, 0, 0.5)]
+    s = with_correct(runs(rows))
+    return analysis.spread_table(s, ["lr", "l2"]), s
+
+
+def test_l2_verdict_needs_a_collapse_to_the_noise_floor():
+    # 20 pp at the low lr against 1 pp with L2: the difference is far above 0, and 1 pp is
+    # under the floor of one seed on 1,000 images (95% quantile: 2.77 * 1.58 = 4.4 pp)
+    v = analysis.verdict_l2_lr(*l2_runs(20.0, 1.0))
+    assert v.holds is True and "+19.0 pp" in v.text
+    # 15 pp with L2: well above its floor -> does not hold
+    assert analysis.verdict_l2_lr(*l2_runs(20.0, 15.0)).holds is False
+    # no collapse relative to a 3 pp spread: the difference interval contains 0 -> does not hold
+    assert analysis.verdict_l2_lr(*l2_runs(3.0, 2.0)).holds is False
+
+
+def test_slope_and_trend_interval_on_hand_computed_cases():
+    from initlib import stats
+    assert stats.slope([1, 2, 3], [1, 3, 5]) == pytest.approx(2.0)
+    assert stats.slope([0, 1, 2, 3], [4, 4, 4, 4]) == pytest.approx(0.0)
+
+
+def batch_runs(spreads):
+    rows = []
+    for b, pp in spreads.items():
+        rows += [({"optimizer": "sgd", "lr": 0.1, "batch_size": b}, 0.1, 0, 0.5 + pp / 100),
+                 ({"optimizer": "sgd", "lr": 0.1, "batch_size": b}, 2.5, 0, 0.5)]
+    s = with_correct(runs(rows))
+    return analysis.spread_table(s, ["batch_size"]), s
+
+
+def test_batch_size_verdict_is_a_trend_whose_interval_excludes_zero():
     assert analysis.spearman([16, 32, 64], [1.0, 3.0, 2.0]) == pytest.approx(0.5)
     assert math.isnan(analysis.spearman([16, 32], [1.0, 2.0]))
-    t = pd.DataFrame({"batch_size": [16, 64, 256], "spread_pp": [1.0, 3.0, 2.0],
-                      "spread_min_pp": [1.0, 3.0, 2.0], "spread_max_pp": [1.0, 3.0, 2.0], "seeds": 1})
-    v = analysis.verdict_batch_size(t)
-    assert v.holds is True and "+0.50" in v.text
-    assert analysis.verdict_batch_size(t.assign(spread_pp=[3.0, 2.0, 1.0])).holds is False
+    # spreads 2, 10, 20 pp at b = 16, 64, 256: +4.5 pp per doubling, interval above 0
+    v = analysis.verdict_batch_size(*batch_runs({16: 2.0, 64: 10.0, 256: 20.0}))
+    assert v.holds is True and "+4.50 pp" in v.text and "rho +1.00" in v.text
+    assert analysis.verdict_batch_size(*batch_runs({16: 20.0, 64: 10.0, 256: 2.0})).holds is False
+    assert analysis.verdict_batch_size(*batch_runs({16: 10.0, 64: 10.5, 256: 10.0})).holds is None
 
 
-def test_long_training_verdict_allows_the_seed_range():
-    t = pd.DataFrame({"horizon_epochs": [60, 150], "spread_pp": [8.0, 7.5],
-                      "spread_min_pp": [8.0, 7.0], "spread_max_pp": [8.0, 8.0]})
-    assert analysis.verdict_long_training(t, 60).holds is True    # 7.5 >= 8.0 - 1.0
-    t["spread_pp"] = [8.0, 6.5]
-    assert analysis.verdict_long_training(t, 60).holds is False
+def test_long_training_verdict_uses_the_interval_of_the_change():
+    # one seed, 1,000 test images at p = 0.5: the change has sd 2 * 1.58 = 3.16 pp (+-6.2)
+    t = pd.DataFrame({"horizon_epochs": [78, 156], "spread_pp": [20.0, 19.0],
+                      "spread_min_pp": [20.0, 19.0], "spread_max_pp": [20.0, 19.0],
+                      "mean_acc": [0.5, 0.5], "test_images": [1000, 1000], "floor_hi_pp": [4.4, 4.4]})
+    v = analysis.verdict_long_training(t, 78)
+    assert v.holds is True and "change -1.0 pp [-7.2, +5.2]" in v.text
+    t["spread_pp"] = [20.0, 12.0]                         # -8 +- 6.2: a measurable fall
+    assert analysis.verdict_long_training(t, 78).holds is False
+    t["spread_pp"] = [5.0, 4.0]                           # no fall, but at the noise floor
+    assert analysis.verdict_long_training(t, 78).holds is False
 
 
 def test_depth_verdict():
     s = pd.DataFrame({"arch": ["resnet9", "resnet9", "resnet56", "resnet56"], "sigma_w": [0.1, 2.5, 0.1, 2.5],
-                      "interpolated": [True, True, True, False], "status": ["finished"] * 4})
+                      "interpolated": [True, True, True, False], "max_train_acc": [1.0, 1.0, 1.0, 0.9],
+                      "n_train": 1000, "status": ["finished"] * 4})
     v = analysis.verdict_depth(s, 2.0)
-    assert v.holds is True and "resnet56 sigma_w=2.5" in v.text and "smaller sigma_w that interpolate: 1/1" in v.text
+    assert v.holds is True and "resnet56 sigma_w=2.5 (90.0%)" in v.text and "smaller sigma_w that interpolate: 1/1" in v.text
+    # 99.4% on 1,000 images: below 99.5%, but not beyond the noise of counting (exact upper end 99.8%)
+    assert analysis.clearly_below(0.994, 1000) is False and analysis.clearly_below(0.98, 1000) is True
+    assert analysis.verdict_depth(s.assign(max_train_acc=[1.0, 1.0, 1.0, 0.994]), 2.0).holds is False
     s.loc[1, "interpolated"] = False   # ResNet-9 fails there too
     assert analysis.verdict_depth(s, 2.0).holds is False
 
 
 def test_clocks_verdict_per_family():
-    pts = pd.DataFrame({"family": ["T_SGD"] * 3 + ["T_adapt"] * 2, "T_SGD": [0.1, 0.2, 0.4, 0, 0],
-                        "T_adapt": [0, 0, 0, 1.0, 2.0], "spread_pp": [9.0, 8.0, 5.0, 3.0, 2.0]})
+    from initlib import stats
+    rho, lo, hi = stats.rho_interval([1, 2, 3, 4, 5], [5, 4, 3, 2, 1])
+    assert (rho, lo, hi) == pytest.approx((-1.0, -1.0, -1.0))
+    pts = pd.DataFrame({"family": ["T_SGD"] * 5 + ["T_adapt"] * 2, "T_SGD": [0.1, 0.2, 0.4, 0.8, 1.6, 0, 0],
+                        "T_adapt": [0, 0, 0, 0, 0, 1.0, 2.0], "spread_pp": [9.0, 8.0, 5.0, 4.0, 2.0, 3.0, 2.0]})
     v, rho = analysis.verdict_clocks(pts)
     assert v.holds is True
-    assert rho.set_index("clock").loc["T_SGD", "rho"] == pytest.approx(-1.0)
-    assert math.isnan(rho.set_index("clock").loc["T_adapt", "rho"])  # 2 points: undecided
-    pts.loc[2, "spread_pp"] = 10.0
+    r = rho.set_index("clock")
+    assert r.loc["T_SGD", "rho"] == pytest.approx(-1.0) and r.loc["T_SGD", "rho_hi"] < 0
+    assert math.isnan(r.loc["T_adapt", "rho"]) and not r.loc["T_adapt", "decided"]  # 2 points
+    pts.loc[:4, "spread_pp"] = [2.0, 4.0, 5.0, 8.0, 9.0]
     assert analysis.verdict_clocks(pts)[0].holds is False
+    pts.loc[:4, "spread_pp"] = [5.0, 4.0, 6.0, 3.0, 5.0]  # no trend: the interval contains 0
+    assert analysis.verdict_clocks(pts)[0].holds is None
 
 
 def test_diverged_runs_make_a_spread_undefined_not_smaller():
@@ -108,7 +176,7 @@ def test_diverged_runs_make_a_spread_undefined_not_smaller():
     assert t.loc["sgd", "spread_pp"] == pytest.approx(20.0) and t.loc["sgd", "diverged"] == 0
     assert math.isnan(t.loc["adam", "spread_pp"]) and t.loc["adam", "diverged"] == 2
     assert t.loc["adam", "missing"] == 0
-    v = analysis.verdict_optimizer_dependence(t.reset_index())
+    v = analysis.verdict_optimizer_dependence(t.reset_index(), analysis.difference_table(summaries, "optimizer", "sgd"))
     assert v.holds is None and "adam" in v.text
     # a run that is not there at all: counted as missing, spread undefined
     t = analysis.spread_table(summaries.drop(index=[0]), ["optimizer"]).set_index("optimizer")
@@ -117,18 +185,19 @@ def test_diverged_runs_make_a_spread_undefined_not_smaller():
 
 def test_depth_verdict_leaves_diverged_runs_out():
     s = pd.DataFrame({"arch": ["resnet9", "resnet9", "resnet56", "resnet56"], "sigma_w": [0.1, 2.5, 0.1, 2.5],
-                      "interpolated": [True, True, True, False], "status": ["finished", "finished", "finished", "diverged"]})
+                      "interpolated": [True, True, True, False], "max_train_acc": [1.0, 1.0, 1.0, 0.5],
+                      "n_train": 1000, "status": ["finished", "finished", "finished", "diverged"]})
     v = analysis.verdict_depth(s, 2.0)
     assert v.holds is None and "(1 diverged)" in v.text      # not counted as a failure
-    s = pd.concat([s, s.iloc[[3]].assign(status="finished", interpolated=True)], ignore_index=True)
+    s = pd.concat([s, s.iloc[[3]].assign(status="finished", interpolated=True, max_train_acc=1.0)], ignore_index=True)
     v = analysis.verdict_depth(s, 2.0)
     assert v.holds is False and "fail to interpolate: none" in v.text
     assert "left out, diverged: resnet56 sigma_w=2.5" in v.text
 
 
 def test_every_verdict_carries_its_rule():
-    v = analysis.verdict_l2_lr(pd.DataFrame({"lr": [0.2, 0.5], "l2": [0.0, 0.02], "spread_pp": [9.0, 1.0]}))
-    assert v.rule.startswith("Holds if the spread in the largest-lr, largest-L2 cell")
+    v = analysis.verdict_l2_lr(*l2_runs(20.0, 1.0))
+    assert v.rule.startswith("Holds if the 95% interval of spread(smallest lr, no L2)")
     assert v.to_dict()["rule"] == v.rule and v.to_dict()["holds"] is True
 
 

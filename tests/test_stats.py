@@ -72,3 +72,24 @@ def test_difference_interval_pairs_the_test_images():
     lo, hi = stats.difference_interval(band(), band(hi=500), n_resamples=4000)
     sd = math.sqrt(0.1 * 0.9 / 1000)
     assert lo == pytest.approx(0.1 - 1.96 * sd, abs=0.004) and hi == pytest.approx(0.1 + 1.96 * sd, abs=0.004)
+
+
+def test_normal_interval_and_the_sd_of_a_spread_change():
+    assert stats.normal_interval(1.0, 1.0) == pytest.approx((1 - 1.959964, 1 + 1.959964))
+    # two horizons, each spread a difference of two accuracies at p = 0.5 on 1,000 images:
+    # sqrt(2) * sqrt(2) * sqrt(0.25 / 1000) = 2 * 0.0158
+    assert stats.spread_change_sd(0.5, 1000) == pytest.approx(2 * math.sqrt(0.25 / 1000))
+
+
+def test_trend_interval_follows_a_known_slope():
+    # three groups of one seed, two sigma_w, 2,000 images; spreads 0, 10, 20 pp at x = 0, 1, 2
+    rng = np.random.default_rng(1)
+    n = 2000
+    groups = []
+    for pp in (0, 10, 20):
+        a = rng.permutation(n) < n // 2
+        b = rng.permutation(n) < n // 2 + n * pp // 100
+        groups.append(np.stack([a, b])[None])
+    k, lo, hi = stats.trend_interval(groups, [0, 1, 2], n_resamples=500)
+    assert k == pytest.approx(0.10)
+    assert lo < 0.10 < hi and lo > 0.05 and hi < 0.15
