@@ -2,8 +2,8 @@
 # run store, so rerunning a notebook only re-analyses.
 #
 #   make smoke        the notebooks on a small CIFAR-10 subset (minutes on 2 CPU cores)
-#   make cpu          the qualitative CPU reproduction (~2 h on 2 cores; shipped in results/cpu)
-#   make all          the paper's full grid (GPUs; EXECUTOR=slurm to use a cluster)
+#   make cpu          the CPU reproduction (<= 150 min on 2 cores; shipped in results/cpu)
+#   make all          the paper's full grid (GPUs, fused groups of FUSE runs; EXECUTOR=slurm for a cluster)
 #   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE;
 #                     never trains: a missing run is an error); for cpu, also the README table
 #   make results      export the runs of PROFILE to results/PROFILE (metrics, no checkpoints)
@@ -39,6 +39,8 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 workers_for = $(or $(WORKERS),$(if $(filter cpu,$(1)),$(NPROC),1))
 EXECUTOR ?= local
 RUNS_PER_GPU ?=
+# runs per fused group (initlib.fused_train): auto = 16 on CUDA, 1 (off: the plain loop) on CPU
+FUSE ?= auto
 SWEEP_FLAGS ?=
 NOTEBOOKS := $(sort $(basename $(notdir $(wildcard notebooks/[0-9][0-9]_*.ipynb))))
 LIB := $(wildcard initlib/*.py)
@@ -67,7 +69,7 @@ $(INSTALLED): pyproject.toml
 build/%/.trained: $(wildcard params/*.yaml) $(LIB) | $(INSTALLED)
 	@mkdir -p $(@D)
 	$(PY) -m initlib sweep $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $* --device $(DEVICE) \
-	  --workers $(call workers_for,$*) --executor $(EXECUTOR) $(if $(RUNS_PER_GPU),--runs-per-gpu $(RUNS_PER_GPU)) $(SWEEP_FLAGS)
+	  --workers $(call workers_for,$*) --executor $(EXECUTOR) --fuse $(FUSE) $(if $(RUNS_PER_GPU),--runs-per-gpu $(RUNS_PER_GPU)) $(SWEEP_FLAGS)
 	touch $@
 
 # One executed notebook, reports/<profile>/<name>.ipynb (with its figures and verdict in

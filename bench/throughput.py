@@ -13,8 +13,10 @@ For each (arch, width, batch size), measured side by side on the same model and 
 - ``initlib xK`` (``--concurrent K``): K initlib runs at once in K processes on the same
   device (1 CPU thread each); aggregate images/s.
 - ``fused G`` (``--fused 8,32,64``): G runs as one fused model (:mod:`initlib.fused`: grouped
-  convs, per-run BatchNorm, batched head, per-run SGD), each run with its own minibatch of
-  real images, on the device; aggregate images/s (G x b per step).
+  convs, per-run BatchNorm, batched head, per-run SGD) in the fused trainer's step loop
+  (:func:`initlib.fused_train.train_group_epoch`: each run its own order and augmentation of
+  the device-resident images); aggregate images/s (G x b per step). ``--compile`` compiles
+  the fused model too.
 
 The ratio column is initlib / plain. MFU (model FLOPs utilization) uses 6 x forward MACs per
 training image against the dense peak of the GPU for the precision used (``--peak-tflops``).
@@ -120,32 +122,27 @@ def _worker(args, barrier, result):
     bench_initlib(*args, barrier=barrier, result=result)
 
 
-def bench_fused(g, arch, width, b, n_images, steps, device, precision="fp32"):
-    """Aggregate training images/s of ``g`` runs fused into one model (one SGD step of all
-    of them per iteration, each on its own minibatch from the device-resident data)."""
-    from initlib.fused import FusedOptimizer, fuse, fused_loss
+def bench_fused(g, arch, width, b, n_images, steps, device, precision="fp32", compile=False):
+    """Aggregate training images/s of ``g`` runs fused into one model, timed in the fused
+    trainer's own step loop (initlib.fused_train.train_group_epoch: each run its own data
+    order and augmentation, per-run SGD), so the number is what ``sweep --fuse G`` runs."""
+    from initlib.fused import FusedOptimizer, fuse
+    from initlib.fused_train import train_group_epoch
+    cfgs = [resolve(dict(arch=arch, width=width, batch_size=b, n_train=n_images, n_val=10, n_test=10,
+                         augment=True, precision=precision, seed=i)) for i in range(g)]
     data = load_cifar10(n_train=n_images, n_val=10, n_test=10, device=device)
-    models = [build_model(arch, width=width, sigma_w=1.0, seed=i) for i in range(g)]
-    model = fuse(models).to(device)  # 5-D grouped kernels: no channels_last on the module
+    model = fuse([build_model(arch, width=width, seed=i) for i in range(g)]).to(device)
+    fmodel = torch.compile(model) if compile else model
     opt = FusedOptimizer("sgd", model, [1e-3] * g)
     autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")  # noqa: E731
-    gen = torch.Generator(device="cpu").manual_seed(0)
-
-    def step():
-        idx = torch.randint(0, n_images, (b * g,), generator=gen).to(device)
-        x = data.normalize(data.train.x[idx]).reshape(g, b, 3, 32, 32).transpose(0, 1).reshape(b, 3 * g, 32, 32)
-        y = data.train.y[idx].reshape(g, b).T
-        with autocast():
-            loss = fused_loss(model(x.contiguous(memory_format=torch.channels_last)).float(), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    for _ in range(3):
-        step()
+    per_epoch = math.ceil(n_images / b)
+    train_group_epoch(fmodel, opt, data, cfgs, 0, np.ones(min(3, per_epoch)), torch.float32, autocast)
     sync(device)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
+    t0, done, epoch = time.perf_counter(), 0, 1
+    while done < steps:
+        k = min(per_epoch, steps - done)
+        train_group_epoch(fmodel, opt, data, cfgs, epoch, np.ones(k), torch.float32, autocast)
+        done, epoch = done + k, epoch + 1
     sync(device)
     return g * b * steps / (time.perf_counter() - t0)
 
@@ -209,7 +206,7 @@ def main():
                     best = max(best, conc)
                     row += [f"{conc:,.0f}", f"{conc / plain:.2f}x"]
                 for g in fused_gs:
-                    fused = bench_fused(g, arch, w, b, args.images, steps, device, args.precision)
+                    fused = bench_fused(g, arch, w, b, args.images, steps, device, args.precision, args.compile)
                     best = max(best, fused)
                     row += [f"{fused:,.0f}", f"{fused / plain:.2f}x"]
                 if cuda:

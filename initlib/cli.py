@@ -10,6 +10,27 @@ from . import store
 from .config import ConfigError
 from .data import DataError, DataNotFoundError
 
+# Runs fused per group on CUDA unless --fuse says otherwise. NOT chosen by measurement yet: no
+# GPU has run this project's benchmark (bench/gpu_check.sh prints the throughput per G to
+# choose it from). 16 is a guess that fits width-1 ResNet-9 groups in a 24 GB GPU at b = 128.
+FUSE_DEFAULT_CUDA = 16
+
+
+def fuse_setting(value: str, device: str | None) -> int:
+    """--fuse: an integer >= 1, or 'auto' (FUSE_DEFAULT_CUDA where runs go to CUDA, else 1).
+    CPU keeps the plain path: fusion was measured slower there (bench/output_fused_cpu.md)."""
+    if value != "auto":
+        try:
+            g = int(value)
+        except ValueError:
+            raise ConfigError(f"--fuse: an integer >= 1 or auto, got {value!r}") from None
+        if g < 1:
+            raise ConfigError(f"--fuse: an integer >= 1 or auto, got {value!r}")
+        return g
+    import torch
+    cuda = (device or "auto").startswith("cuda") or ((device or "auto") == "auto" and torch.cuda.is_available())
+    return FUSE_DEFAULT_CUDA if cuda else 1
+
 
 def _common(p):
     p.add_argument("params", nargs="*", help="params/<name>.yaml files")
@@ -30,6 +51,9 @@ def build_parser():
     p.add_argument("--compile", action="store_true", default=None, help="torch.compile the model")
     p.add_argument("--workers", type=int, default=1, help="concurrent worker processes (CPU)")
     p.add_argument("--runs-per-gpu", type=int, default=None, help="concurrent runs on each visible GPU")
+    p.add_argument("--fuse", default="auto",
+                   help="train up to G fusable runs as one fused model (initlib.fused_train): "
+                        "an integer, or auto = %d on CUDA, 1 (off) on CPU" % FUSE_DEFAULT_CUDA)
     p.add_argument("--executor", default="local", choices=["local", "slurm", "submitit-local", "debug"])
     p.add_argument("--runs-per-task", type=int, default=1, help="runs per Slurm array task")
     p.add_argument("--partition", default=None)
@@ -46,6 +70,8 @@ def build_parser():
     p.add_argument("--gpu", default="h200", help="h200 | h100 | a100: assumed throughput")
     p.add_argument("--images-per-s", type=float, default=None, help="measured training images/s")
     p.add_argument("--measure", action="store_true", help="time real steps on this machine")
+    p.add_argument("--fuse", default="auto", help="price the grid at the measured rate of fused "
+                   "groups of G runs (as sweep --fuse; auto = %d on CUDA, 1 on CPU)" % FUSE_DEFAULT_CUDA)
     p.add_argument("--device", default="auto")
     p.add_argument("--gpus", type=int, default=1, help="GPUs available, for the wall-clock column")
 
@@ -59,6 +85,7 @@ def build_parser():
 
     p = sub.add_parser("worker", help=argparse.SUPPRESS)  # reads its configs (JSON) on stdin
     p.add_argument("--store", required=True)
+    p.add_argument("--fuse", type=int, default=1)
     p.add_argument("--data-dir", default=None)
     return ap
 
@@ -92,7 +119,7 @@ def cmd_sweep(args):
     try:
         run_sweep(configs, args.store, args.data_dir, workers=args.workers,
                   runs_per_gpu=args.runs_per_gpu, executor=args.executor, slurm=slurm,
-                  runs_per_task=args.runs_per_task, desc=desc)
+                  runs_per_task=args.runs_per_task, desc=desc, fuse=fuse_setting(args.fuse, args.device))
     except KeyboardInterrupt:
         done = count_done(configs, args.store)
         print(f"\nstopped: {done}/{len(configs)} runs done in {args.store}; "
@@ -131,8 +158,11 @@ def cmd_plan(args):
             for c in sw.configs:
                 key = (c["arch"], c["width"])
                 if key not in measured:
-                    measured[key] = measure_images_per_s(c["arch"], c["width"], c["batch_size"], args.device)
-                    print(f"measured {key[0]} width {key[1]}: {measured[key]:,.0f} train img/s", file=sys.stderr)
+                    g = fuse_setting(args.fuse, args.device)
+                    measured[key] = measure_images_per_s(c["arch"], c["width"], c["batch_size"], args.device,
+                                                         fuse=g)
+                    print(f"measured {key[0]} width {key[1]}" + (f", fused groups of {g}" if g > 1 else "")
+                          + f": {measured[key]:,.0f} train img/s", file=sys.stderr)
     df = plan(sweeps, gpu=args.gpu, images_per_s=args.images_per_s, gpus=args.gpus, measured=measured)
     how = ("measured on this machine" if measured else f"{args.images_per_s:,.0f} img/s as given"
            if args.images_per_s else f"assumed {args.gpu.upper()} throughput (not measured)")
@@ -160,7 +190,7 @@ def cmd_worker(args):
         torch.set_num_threads(int(os.environ["INITLIB_THREADS"]))
     configs = json.loads(sys.stdin.read())
     try:
-        failed = work_through(configs, Path(args.store), args.data_dir)
+        failed = work_through(configs, Path(args.store), args.data_dir, fuse=args.fuse)
     except KeyboardInterrupt:
         return 130  # the sweep that started us says what happened, once
     return 1 if failed else 0

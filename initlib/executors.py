@@ -33,12 +33,12 @@ def stop_on_sigterm() -> None:
 
 def run(missing, store_dir: Path, data_dir=None, *, executor: str = "local", workers: int = 1,
         runs_per_gpu: int | None = None, slurm: dict | None = None, runs_per_task: int = 1,
-        desc: str = "runs", progress: bool = True) -> None:
+        desc: str = "runs", progress: bool = True, fuse: int = 1) -> None:
     if executor == "local":
-        run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progress)
+        run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progress, fuse)
     elif executor in ("slurm", "submitit-local", "debug"):
         run_submitit(missing, store_dir, data_dir, executor, slurm or {}, runs_per_task,
-                     runs_per_gpu or 1, desc, progress)
+                     runs_per_gpu or 1, desc, progress, fuse)
     else:
         raise ConfigError(f"unknown executor {executor!r} (local, slurm, submitit-local, debug)")
 
@@ -54,7 +54,7 @@ def visible_gpus() -> list[str]:
         return []
 
 
-def run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progress):
+def run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progress, fuse=1):
     from .sweep import count_done, progress_bar, work_through
     gpus = visible_gpus() if runs_per_gpu else []
     if runs_per_gpu and not gpus:
@@ -63,7 +63,7 @@ def run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progres
     bar = progress_bar(len(missing), desc) if progress else None
     try:
         if len(slots) > 1:
-            run_workers(missing, store_dir, data_dir, slots, bar=bar)
+            run_workers(missing, store_dir, data_dir, slots, bar=bar, fuse=fuse)
             return
 
         def log_and_tick(msg):
@@ -72,14 +72,14 @@ def run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progres
             bar.write(msg)
             bar.n = count_done(missing, store_dir)
             bar.refresh()
-        work_through(missing, store_dir, data_dir, log=log_and_tick)
+        work_through(missing, store_dir, data_dir, log=log_and_tick, fuse=fuse)
     finally:
         if bar is not None:
             bar.close()
 
 
 def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1.0,
-                threads: int | None = None) -> list[int]:
+                threads: int | None = None, fuse: int = 1) -> list[int]:
     """Start one ``python -m initlib worker`` process per slot (a GPU id, or None for CPU),
     each working through the same list (sent on its stdin: no file to leave behind); wait for
     all and return their exit codes. Interrupted, it stops them all before re-raising.
@@ -97,7 +97,7 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
             env = {**os.environ, "OMP_NUM_THREADS": str(threads), "INITLIB_THREADS": str(threads)}
             if gpu is not None:
                 env["CUDA_VISIBLE_DEVICES"] = gpu
-            cmd = [sys.executable, "-m", "initlib", "worker", "--store", str(store_dir)]
+            cmd = [sys.executable, "-m", "initlib", "worker", "--store", str(store_dir), "--fuse", str(fuse)]
             if data_dir is not None:
                 cmd += ["--data-dir", str(data_dir)]
             p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE)
@@ -126,17 +126,17 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
     return [p.returncode for p in procs]
 
 
-def submitit_task(configs, store_dir, data_dir, runs_per_gpu: int = 1) -> list[str]:
+def submitit_task(configs, store_dir, data_dir, runs_per_gpu: int = 1, fuse: int = 1) -> list[str]:
     """One array task: train its share of runs (with K local workers if asked)."""
     from .sweep import work_through
     if runs_per_gpu > 1:
-        run_workers(configs, store_dir, data_dir, [None] * runs_per_gpu)
+        run_workers(configs, store_dir, data_dir, [None] * runs_per_gpu, fuse=fuse)
         return []
-    return work_through(configs, Path(store_dir), data_dir)
+    return work_through(configs, Path(store_dir), data_dir, fuse=fuse)
 
 
 def run_submitit(missing, store_dir, data_dir, executor_kind, slurm, runs_per_task,
-                 runs_per_gpu, desc, progress):
+                 runs_per_gpu, desc, progress, fuse=1):
     import submitit
     from .sweep import progress_bar
     folder = Path(store_dir) / "_submitit" / "%j"
@@ -154,7 +154,7 @@ def run_submitit(missing, store_dir, data_dir, executor_kind, slurm, runs_per_ta
     chunks = [missing[i:i + runs_per_task] for i in range(0, len(missing), runs_per_task)]
     jobs = ex.map_array(submitit_task, chunks, [str(store_dir)] * len(chunks),
                         [None if data_dir is None else str(data_dir)] * len(chunks),
-                        [runs_per_gpu] * len(chunks))
+                        [runs_per_gpu] * len(chunks), [fuse] * len(chunks))
     print(f"submitted {len(jobs)} {executor_kind} tasks for {len(missing)} runs; "
           f"logs in {folder.parent}", file=sys.stderr)
     bar = progress_bar(len(jobs), desc + " (tasks)") if progress else None

@@ -86,22 +86,34 @@ def plan(sweeps: list[Sweep], *, gpu: str = "h200", images_per_s: float | None =
 
 
 def measure_images_per_s(arch: str, width: float, batch_size: int, device: str = "auto",
-                         steps: int = 10) -> float:
+                         steps: int = 10, fuse: int = 1) -> float:
     """Training images/s of one (arch, width, batch) on this machine, by timing real steps
-    of the real training step (initlib.train.train_epoch's body: loss, backward, L2, step)."""
+    of the real training step (initlib.train.train_epoch's body: loss, backward, L2, step).
+    With ``fuse`` = G > 1: the aggregate images/s of G runs fused into one model
+    (initlib.fused_train's step: G minibatches side by side, per-run SGD), i.e. the rate at
+    which a fused sweep gets through the grid's images."""
     import torch
     import torch.nn.functional as F
+    from .fused import FusedOptimizer, fuse as fuse_models, fused_loss
     from .models import build_model
     from .optim import build_optimizer
     from .train import pick_device
     dev = pick_device(device)
-    model = build_model(arch, width=width).to(dev).to(memory_format=torch.channels_last)
-    opt = build_optimizer("sgd", model, lr=1e-3)
-    x = torch.randn(batch_size, 3, 32, 32, device=dev).contiguous(memory_format=torch.channels_last)
-    y = torch.randint(0, 10, (batch_size,), device=dev)
+    if fuse > 1:
+        model = fuse_models([build_model(arch, width=width, seed=i) for i in range(fuse)]).to(dev)
+        opt = FusedOptimizer("sgd", model, [1e-3] * fuse)
+        x = torch.randn(batch_size, 3 * fuse, 32, 32, device=dev)
+        y = torch.randint(0, 10, (batch_size, fuse), device=dev)
+        loss_of = lambda: fused_loss(model(x), y)  # noqa: E731
+    else:
+        model = build_model(arch, width=width).to(dev).to(memory_format=torch.channels_last)
+        opt = build_optimizer("sgd", model, lr=1e-3)
+        x = torch.randn(batch_size, 3, 32, 32, device=dev).contiguous(memory_format=torch.channels_last)
+        y = torch.randint(0, 10, (batch_size,), device=dev)
+        loss_of = lambda: F.cross_entropy(model(x), y)  # noqa: E731
 
     def step():
-        loss = F.cross_entropy(model(x), y)
+        loss = loss_of()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -114,7 +126,7 @@ def measure_images_per_s(arch: str, width: float, batch_size: int, device: str =
         step()
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    return steps * batch_size / (time.perf_counter() - t0)
+    return fuse * steps * batch_size / (time.perf_counter() - t0)
 
 
 def format_plan(df: pd.DataFrame) -> str:

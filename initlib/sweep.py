@@ -79,25 +79,75 @@ def _print_now(msg: str) -> None:
     print(msg, flush=True)  # a worker's stdout is a pipe or a log file: do not hold lines back
 
 
-def work_through(configs, store_dir: Path, data_dir=None, poll_s: float = 2.0, log=_print_now) -> list[str]:
+def run_group(cfgs: list[dict], store_dir: Path, data_dir=None, log=print) -> dict[str, str]:
+    """Train the runs of ``cfgs`` (fusable: initlib.fused_train) that are neither done nor
+    claimed, as one fused model: per hash 'cached', 'trained' or 'busy'."""
+    from .fused_train import train_group
+    out, locked = {}, []
+    try:
+        for cfg in cfgs:
+            rdir, h = store.run_dir(store_dir, cfg), run_hash(cfg)
+            if store.is_done(rdir) and not store.leftovers(rdir):
+                out[h] = "cached"
+            elif not store.try_lock(rdir):
+                out[h] = "busy"
+            elif store.is_done(rdir):
+                store.release_lock(rdir)
+                out[h] = "cached"
+            else:
+                problem = store.damage(rdir)
+                if problem:
+                    log(f"{rdir.name}: damaged ({problem}): training it again")
+                    store.clear_for_retraining(rdir)
+                locked.append(cfg)
+        if locked:
+            dirs = [store.run_dir(store_dir, c) for c in locked]
+            try:
+                train_group(locked, data_dir=data_dir, run_dirs=dirs)
+            except Exception:
+                for d in dirs:
+                    (d / store.ERROR).write_text(traceback.format_exc())
+                raise
+            out.update({run_hash(c): "trained" for c in locked})
+        return out
+    finally:
+        for c in locked:
+            store.release_lock(store.run_dir(store_dir, c))
+
+
+def work_through(configs, store_dir: Path, data_dir=None, poll_s: float = 2.0, log=_print_now,
+                 fuse: int = 1) -> list[str]:
     """Train every config not yet done, waiting on runs claimed by live workers, until all are
-    done. Returns the hashes of runs that raised (their traceback is in error.txt)."""
+    done. With ``fuse`` > 1, runs that can be fused train in groups of up to ``fuse``
+    (initlib.fused_train; grouped by what they share and by their checkpoint's epoch). Returns
+    the hashes of runs that raised (their traceback is in error.txt)."""
+    from .fused_train import checkpoint_epoch, plan_groups
     pending, failed = list(configs), []
     while pending:
         progressed, busy = False, []
-        for cfg in pending:
+        if fuse > 1:
+            units = plan_groups(pending, fuse, lambda c: checkpoint_epoch(store.run_dir(store_dir, c)))
+        else:
+            units = [[c] for c in pending]
+        for unit in units:
             try:
-                r = run_one(cfg, store_dir, data_dir, log=log)
+                if len(unit) == 1:
+                    results = {run_hash(unit[0]): run_one(unit[0], store_dir, data_dir, log=log)}
+                else:
+                    results = run_group(unit, store_dir, data_dir, log=log)
             except Exception:  # noqa: BLE001 - log, record, go on with the rest
-                log(f"{run_hash(cfg)} FAILED:\n{traceback.format_exc()}")
-                failed.append(run_hash(cfg))
+                hashes = [run_hash(c) for c in unit]
+                log(f"{', '.join(hashes)} FAILED:\n{traceback.format_exc()}")
+                failed.extend(hashes)
                 continue
-            if r == "busy":
-                busy.append(cfg)
-            else:
-                progressed = True
-                if r == "trained":
-                    log(one_line(cfg, store.read_summary(store.run_dir(store_dir, cfg))))
+            for cfg in unit:
+                r = results[run_hash(cfg)]
+                if r == "busy":
+                    busy.append(cfg)
+                else:
+                    progressed = True
+                    if r == "trained":
+                        log(one_line(cfg, store.read_summary(store.run_dir(store_dir, cfg))))
         pending = busy
         if pending and not progressed:
             time.sleep(poll_s)
@@ -116,12 +166,13 @@ def progress_bar(total, desc, initial=0):
 def run_sweep(configs, store_dir=None, data_dir=None, *, workers: int = 1,
               runs_per_gpu: int | None = None, executor: str = "local", slurm: dict | None = None,
               runs_per_task: int = 1, desc: str = "runs", progress: bool = True,
-              train: bool = True) -> pd.DataFrame:
+              train: bool = True, fuse: int = 1) -> pd.DataFrame:
     """Train what is missing and return the summaries of all ``configs`` as a DataFrame.
 
     ``configs`` are validated and bound to their data (``params.load_params`` and
     :func:`bind_to_data`). With ``train=False`` (or ``INITLIB_NO_TRAIN`` set) a missing run is
-    an error instead. Nothing is written before the store is known to be writable."""
+    an error instead. ``fuse`` > 1 trains fusable runs in groups of up to that many
+    (initlib.fused_train). Nothing is written before the store is known to be writable."""
     from . import executors
     from .data import check_data_available
     store_dir = store.resolve_store(store_dir)
@@ -139,7 +190,7 @@ def run_sweep(configs, store_dir=None, data_dir=None, *, workers: int = 1,
         store.check_writable(store_dir)
         executors.run(missing, store_dir, data_dir, executor=executor, workers=workers,
                       runs_per_gpu=runs_per_gpu, slurm=slurm or {}, runs_per_task=runs_per_task,
-                      desc=desc, progress=progress)
+                      desc=desc, progress=progress, fuse=fuse)
     still = [run_hash(c) for c in configs if not store.is_done(store.run_dir(store_dir, c))]
     if still:
         raise RuntimeError(f"{len(still)} runs did not finish (see error.txt in their run dirs "

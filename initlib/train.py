@@ -220,8 +220,8 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
                         state={k: v.detach().clone() for k, v in model.state_dict().items()})
 
     ckpt = store.load_checkpoint(run_dir) if run_dir is not None else None
-    if ckpt is not None and "best" not in ckpt:
-        ckpt = None  # a checkpoint from before the selected predictor was kept: start again
+    if ckpt is not None and ("best" not in ckpt or ckpt.get("format") == "fused-slice"):
+        ckpt = None  # from before the selected predictor was kept, or a fused group's: start again
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
