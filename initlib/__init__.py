@@ -7,6 +7,7 @@ L2, schedules), ``train`` (one run), ``clocks`` (T_SGD, T_L2, T_adapt), ``metric
 spread's interval and noise floor), ``store`` (the run store), ``params`` (params files),
 ``sweep`` (train what is missing), ``executors`` (workers, GPUs, Slurm, signals), ``plan``
 (cost), ``analysis`` (tables and verdicts), ``plots``, ``notebook`` (what the notebooks
-share), ``fused`` (G runs as one model).
+share), ``fused`` (G runs as one model), ``fused_train`` (the training loop of a fused
+group).
 """
 __version__ = "0.1.0"

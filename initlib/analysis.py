@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,7 @@ class Verdict:
     text: str           # our numbers, computed from the runs
     paper: str = ""     # the paper's number, quoted for comparison (never used to decide)
     rule: str = ""      # the rule that decided it, in words
+    measured: list = field(default_factory=list)  # headline numbers: measure(...) items
 
     @property
     def word(self) -> str:
@@ -43,7 +44,14 @@ class Verdict:
     def to_dict(self) -> dict:
         """The verdict as data (what the README, the site and the tests read)."""
         return {"holds": self.holds, "word": self.word, "ours": self.text, "paper": self.paper,
-                "rule": self.rule}
+                "rule": self.rule, "measured": self.measured}
+
+
+def measure(what: str, value, lo=math.nan, hi=math.nan, floor=None, unit: str = "pp") -> dict:
+    """One headline number of a verdict, with its 95% interval and (for a spread) its noise
+    floor's 95% quantile; what the README's results table shows."""
+    f = lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4)  # noqa: E731
+    return {"what": what, "value": f(value), "lo": f(lo), "hi": f(hi), "floor": f(floor), "unit": unit}
 
 
 def decided_by_rule(fn):
@@ -232,9 +240,11 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
     holds = True if len(above) == len(adaptive) else (False if against else None)
     parts = "; ".join(f"minus {o} {t[o]:.1f}: {d.loc[o, 'diff_pp']:+.1f} pp "
                       f"[{d.loc[o, 'diff_lo_pp']:+.1f}, {d.loc[o, 'diff_hi_pp']:+.1f}]" for o in adaptive)
+    measured = [measure(f"{o} spread", t[o], rows.loc[o, "ci_lo_pp"], rows.loc[o, "ci_hi_pp"],
+                        rows.loc[o, "floor_hi_pp"]) for o in ("sgd", *adaptive)]
     return Verdict(holds, f"SGD spread {t['sgd']:.1f} pp [{rows.loc['sgd', 'ci_lo_pp']:.1f}, "
                           f"{rows.loc['sgd', 'ci_hi_pp']:.1f}] (noise floor {rows.loc['sgd', 'floor_pp']:.1f}); "
-                          f"{parts} (95% intervals)", "SGD 26.5 pp, Muon ~4.0 pp")
+                          f"{parts} (95% intervals)", "SGD 26.5 pp, Muon ~4.0 pp", measured=measured)
 
 
 # ------------------------------------------------------------------ 02 long training
@@ -300,10 +310,15 @@ def verdict_long_training(table: pd.DataFrame, main_horizon: int) -> Verdict:
     lo, hi = lo - seed_range_pp(table), hi + seed_range_pp(table)
     floor = float(t.loc[longest, "floor_hi_pp"])
     holds = bool(hi >= 0 and s_long > floor)
+    one = 100 * math.sqrt(2) * spread_change_sd(p, int(t.loc[longest, "test_images"])) / 2  # one spread's sd
+    measured = [measure(f"spread at {main_horizon} epochs", s_main, *normal_interval(s_main, one),
+                        t.loc[main_horizon, "floor_hi_pp"]),
+                measure(f"spread at {longest} epochs", s_long, *normal_interval(s_long, one), floor),
+                measure("change", s_long - s_main, lo, hi)]
     return Verdict(holds, f"spread {s_long:.1f} pp at {longest} epochs vs {s_main:.1f} pp at {main_horizon}: "
                           f"change {s_long - s_main:+.1f} pp [{lo:+.1f}, {hi:+.1f}] (95%); noise floor at "
                           f"{longest} epochs (95% quantile) {floor:.1f} pp",
-                   "~26 pp at 5,000 epochs vs 26.5 pp at 300")
+                   "~26 pp at 5,000 epochs vs 26.5 pp at 300", measured=measured)
 
 
 # ------------------------------------------------------------------ 03 L2 and learning rate
@@ -330,10 +345,15 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     d_lo, d_hi = (100 * v for v in difference_interval(a, b))
     floor = float(hi["floor_hi_pp"].iloc[0])
     holds = bool(d_lo > 0 and s_hi <= floor)
+    measured = [measure(f"spread at lr {lo['lr'].iloc[0]:g}, no L2", s_lo, lo["ci_lo_pp"].iloc[0], lo["ci_hi_pp"].iloc[0],
+                        lo["floor_hi_pp"].iloc[0]),
+                measure(f"at lr {hi['lr'].iloc[0]:g}, L2 {hi['l2'].iloc[0]:g}", s_hi, hi["ci_lo_pp"].iloc[0],
+                        hi["ci_hi_pp"].iloc[0], floor),
+                measure("difference", d, d_lo, d_hi)]
     return Verdict(holds, f"spread at lr={hi['lr'].iloc[0]:g}, L2={hi['l2'].iloc[0]:g}: {s_hi:.1f} pp "
                           f"(noise floor, 95% quantile, {floor:.1f}) against {s_lo:.1f} pp at "
                           f"lr={lo['lr'].iloc[0]:g}, no L2: difference {d:+.1f} pp [{d_lo:+.1f}, {d_hi:+.1f}] (95%)",
-                   "0.3 pp at lr=1e-2, L2=1e-2, against 26.5 pp at lr=1e-3")
+                   "0.3 pp at lr=1e-2, L2=1e-2, against 26.5 pp at lr=1e-3", measured=measured)
 
 
 # ------------------------------------------------------------------ 04 batch size
@@ -370,7 +390,8 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     pairs = ", ".join(f"b={int(r['batch_size'])}: {r['spread_pp']:.1f}" for _, r in table.iterrows())
     return Verdict(holds, f"slope of the spread per doubling of b {k:+.2f} pp [{lo:+.2f}, {hi:+.2f}] (95%); "
                           f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})",
-                   "the spread grows with b over b = 16..256")
+                   "the spread grows with b over b = 16..256",
+                   measured=[measure("slope of the spread per doubling of b", k, lo, hi)])
 
 
 # ------------------------------------------------------------------ 05 depth
@@ -392,6 +413,13 @@ def clearly_below(acc: float, n: int, threshold: float = 0.995, confidence: floa
     from scipy.stats import binomtest
     k = int(round(acc * n))
     return bool(binomtest(k, n).proportion_ci(confidence).high < threshold)
+
+
+def best_train_interval(acc: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) 95% interval of an accuracy on n images, in %."""
+    from scipy.stats import binomtest
+    ci = binomtest(int(round(acc * n)), n).proportion_ci(confidence)
+    return 100 * ci.low, 100 * ci.high
 
 
 @decided_by_rule
@@ -421,7 +449,10 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
                           + ("; left out, diverged: " + ", ".join(
                               f"{a} sigma_w={s:g}" for a, s in zip(diverged["arch"], diverged["sigma_w"]))
                              if len(diverged) else ""),
-                   "ResNet-56/110 often fail to interpolate at large sigma_w")
+                   "ResNet-56/110 often fail to interpolate at large sigma_w",
+                   measured=[measure(f"{a} sigma_w={s:g} best train acc.", 100 * m, *best_train_interval(m, int(n)),
+                                     unit="%")
+                             for a, s, m, n in zip(deep["arch"], deep["sigma_w"], deep["max_train_acc"], deep["n_train"])])
 
 
 # ------------------------------------------------------------------ 06 clocks
@@ -441,7 +472,7 @@ def clock_points(summaries: pd.DataFrame, group_keys: list[str]) -> pd.DataFrame
     return t
 
 
-CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width"]
+CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train"]
 
 
 def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFrame | None = None,
@@ -453,10 +484,10 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
     points = clock_points(summaries, CLOCK_GROUP_KEYS).assign(source="final")
     if long_epochs is None or long_epochs.empty or not horizons:
         return points
-    h = horizon_table(long_epochs, horizons, by=["optimizer", "lr", "l2", "batch_size"])
+    h = horizon_table(long_epochs, horizons, by=["optimizer", "lr", "l2", "batch_size", "n_train"])
     h = h.rename(columns={"horizon_epochs": "epochs"}).assign(family="T_SGD", source="02 horizon")
     points = pd.concat([points, h], ignore_index=True)
-    return points.drop_duplicates(["optimizer", "lr", "l2", "batch_size", "epochs"], keep="first")
+    return points.drop_duplicates(["optimizer", "lr", "l2", "batch_size", "epochs", "n_train"], keep="first")
 
 
 MIN_CLOCK_POINTS = 5  # fewer points give a bootstrap interval of rho that says little
@@ -487,5 +518,9 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
                       if np.isfinite(r) else f"{c}: n/a ({n} pts)"
                       for c, n, r, lo, hi, d in zip(rho["clock"], rho["points"], rho["rho"], rho["rho_lo"],
                                                    rho["rho_hi"], rho["decided"]))
+    measured = [measure(f"rho({c}, spread), {n} points", r, lo, hi, unit="")
+                for c, n, r, lo, hi in zip(rho["clock"], rho["points"], rho["rho"], rho["rho_lo"], rho["rho_hi"])
+                if np.isfinite(r)]
     return Verdict(holds, f"spread vs governing clock, Spearman {parts} (95% intervals)",
-                   "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000"), rho
+                   "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000",
+                   measured=measured), rho

@@ -9,8 +9,8 @@ carries the run on its first axis, so the optimizers below take per-run hyperpar
 tensors and Muon's Newton-Schulz iteration batches over runs.
 
 This module is the model and the update; that G fused runs equal the same G runs trained alone
-is tests/test_fused.py. (Wiring it into the trainer, the store and the CUDA sweep, and its
-benchmark, is issue 13's remaining work.)
+is tests/test_fused.py. The training loop of a group (data order, metrics, store, resume) is
+initlib.fused_train; ``sweep --fuse G`` uses it.
 """
 from __future__ import annotations
 

@@ -147,6 +147,23 @@ def results_rows(figures_dir) -> list[dict]:
     rows = []
     for name, v in read_verdicts(figures_dir).items():
         word = {True: "holds", False: "does not hold at this scale", None: "undecided"}[v["holds"]]
+        headline, floors = format_measured(v.get("measured") or [])
         rows.append({"name": name, "title": TITLES.get(name, name), "paper": v["paper"],
-                     "ours": v["ours"], "verdict": word, "rule": v["rule"]})
+                     "ours": v["ours"], "verdict": word, "rule": v["rule"],
+                     "headline": headline or v["ours"], "floor": floors or "n/a"})
     return rows
+
+
+def format_measured(items: list[dict]) -> tuple[str, str]:
+    """A verdict's headline numbers as 'what value [lo, hi] unit; ...' and their noise floors
+    (95% quantiles) as 'what floor unit; ...' (empty where there is none)."""
+    def num(v, unit):
+        return "n/a" if v is None else (f"{v:+.2f}" if unit == "" else f"{v:.1f}")
+    parts, floors = [], []
+    for m in items:
+        unit = f" {m['unit']}" if m["unit"] else ""
+        ci = f" [{num(m['lo'], m['unit'])}, {num(m['hi'], m['unit'])}]" if m["lo"] is not None else ""
+        parts.append(f"{m['what']} {num(m['value'], m['unit'])}{ci}{unit}")
+        if m["floor"] is not None:
+            floors.append(f"{m['what']} {m['floor']:.1f}{unit}")
+    return "; ".join(parts), "; ".join(floors)

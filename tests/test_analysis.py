@@ -226,3 +226,14 @@ def test_spread_table_uses_the_full_test_set_and_its_interval():
     sd = math.sqrt(0.2 * 0.8 / 1000)                        # the band [400, 600): binomial
     assert t["ci_lo_pp"] == pytest.approx(100 * (0.2 - 1.96 * sd), abs=0.5)
     assert t["ci_hi_pp"] == pytest.approx(100 * (0.2 + 1.96 * sd), abs=0.5)
+
+
+def test_headline_numbers_for_the_results_table():
+    from initlib.notebook import format_measured
+    items = [analysis.measure("SGD spread", 12.345, 9.0, 15.5, 3.21),
+             analysis.measure("rho(T_SGD, spread), 5 points", -0.9, -1.0, -0.5, unit=""),
+             analysis.measure("slope", 1.0)]
+    assert format_measured(items) == (
+        "SGD spread 12.3 [9.0, 15.5] pp; rho(T_SGD, spread), 5 points -0.90 [-1.00, -0.50]; slope 1.0 pp",
+        "SGD spread 3.2 pp")
+    assert analysis.measure("x", float("nan"))["value"] is None

@@ -5,7 +5,6 @@ tolerance; a killed group resumes to the same numbers; a diverging run ends alon
 In float64 (``precision: fp64``), so that the tolerance is about the update, not rounding:
 grouped and plain convolutions add in different orders. Measured here: the largest relative
 difference of any per-epoch metric is 1.4e-12 (SGD) and 6.6e-9 (Muon); the tolerance is 1e-7."""
-import math
 
 import numpy as np
 import pandas as pd

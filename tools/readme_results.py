@@ -21,11 +21,12 @@ BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 
 def block() -> str:
-    rows = ["| Finding (paper) | Paper's number | Ours: `cpu` profile | Verdict | Notebook · figure |",
-            "|---|---|---|---|---|"]
+    rows = ["| Finding (paper) | Paper's number | Ours, `cpu` profile [95% interval] | Noise floor (95% quantile) "
+            "| Verdict | Notebook · figure |",
+            "|---|---|---|---|---|---|"]
     for r in results_rows(ROOT / "figures" / "cpu"):
-        ours = r["ours"].replace("|", "\\|")
-        rows.append(f"| {r['title']} | {r['paper']} | {ours} | **{r['verdict']}** | "
+        ours = r["headline"].replace("|", "\\|")
+        rows.append(f"| {r['title']} | {r['paper']} | {ours} | {r['floor']} | **{r['verdict']}** | "
                     f"[notebook](reports/cpu/{r['name']}.ipynb) · [png](figures/cpu/{r['name']}.png) |")
     return "\n".join([BEGIN, *rows, END])
 
