@@ -147,6 +147,10 @@ def test_depth_verdict():
     assert analysis.verdict_depth(s.assign(max_train_acc=[1.0, 1.0, 1.0, 0.994]), 2.0).holds is False
     s.loc[1, "interpolated"] = False   # ResNet-9 fails there too
     assert analysis.verdict_depth(s, 2.0).holds is False
+    # the deep net fails at the smallest sigma_w too: its failure is not sigma_w's -> undecided
+    s = s.assign(interpolated=[True, True, False, False], max_train_acc=[1.0, 1.0, 0.9, 0.9])
+    v = analysis.verdict_depth(s, 2.0)
+    assert v.holds is None and "interpolate at sigma_w=0.1: none" in v.text
 
 
 def test_clocks_verdict_per_family():
