@@ -163,7 +163,7 @@ def difference_table(summaries: pd.DataFrame, by: str, reference: str) -> pd.Dat
     return pd.DataFrame(rows, columns=[by, "diff_pp", "diff_lo_pp", "diff_hi_pp"])
 
 
-def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+def spread_table(summaries: pd.DataFrame, by: list[str], sigma_grid_per_group: bool = False) -> pd.DataFrame:
     """Spread over sigma_w for each group ``by`` (mean and range over seeds), with the mean
     clocks reached, the fraction of runs that interpolated, the lowest max train acc, how
     many runs of the group diverged or are missing (then its spread is undefined: nan), the
@@ -171,15 +171,24 @@ def spread_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     (expected, and 95% quantile; see :func:`spread_uncertainty`)."""
     summaries = with_selected_accuracy(summaries)
     n_sigma = summaries["sigma_w"].nunique()
+    if sigma_grid_per_group:  # groups from different grids (notebook 06): each its own sigma_w
+        n_group = summaries.groupby(by, dropna=False)["sigma_w"].transform("nunique")
+        summaries = summaries.assign(_n_sigma=n_group)
     grouped = summaries.groupby(by + ["seed"], dropna=False)
     per_seed = grouped.agg(**{c: (c, "mean") for c in CLOCKS}).reset_index()
-    per_seed["spread"] = [complete_spread(g, n_sigma) for _, g in grouped]
+    per_seed["spread"] = [complete_spread(g, int(g["_n_sigma"].iloc[0]) if sigma_grid_per_group else n_sigma)
+                          for _, g in grouped]
     out = _over_seeds(per_seed, by, seeds=("seed", "nunique"))
     runs = summaries.assign(_diverged=summaries["status"] == "diverged").groupby(by, dropna=False).agg(
         runs=("hash", "count"), diverged=("_diverged", "sum"), interpolated=("interpolated", "mean"),
         min_max_train_acc=("max_train_acc", "min")).reset_index()
     out = out.merge(runs, on=by)
-    out["missing"] = out["seeds"] * n_sigma - out["runs"]
+    if sigma_grid_per_group:
+        sizes = summaries.groupby(by, dropna=False)["_n_sigma"].first().reset_index()
+        out = out.merge(sizes, on=by)
+        out["missing"] = out["seeds"] * out.pop("_n_sigma") - out["runs"]
+    else:
+        out["missing"] = out["seeds"] * n_sigma - out["runs"]
     out["interpolated"] = 100 * out["interpolated"]
     out["min_max_train_acc"] = 100 * out["min_max_train_acc"]
     unc = [{**dict(zip(by, k if isinstance(k, tuple) else (k,))),
@@ -327,7 +336,9 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     """Holds if the 95% interval of spread(smallest lr, no L2) minus spread(largest lr,
     largest L2) lies above 0 (bootstrap over test images and seeds) and the largest-lr,
     largest-L2 spread is within its noise floor (95% quantile): sigma_w no longer shows.
-    Does not hold if the interval does not lie above 0 or that spread is above its floor."""
+    Undecided if the runs of that cell do not all interpolate (a spread also vanishes when
+    nothing trains: that is not forgetting). Does not hold if the interval does not lie above
+    0 or that spread is above its floor."""
     from .stats import difference_interval, spread
     lo = table[(table["lr"] == table["lr"].min()) & (table["l2"] == 0)]
     hi = table[(table["lr"] == table["lr"].max()) & (table["l2"] == table["l2"].max())]
@@ -344,7 +355,8 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     d = 100 * (spread(a.mean(axis=-1)) - spread(b.mean(axis=-1)))
     d_lo, d_hi = (100 * v for v in difference_interval(a, b))
     floor = float(hi["floor_hi_pp"].iloc[0])
-    holds = bool(d_lo > 0 and s_hi <= floor)
+    trained = bool(hi["interpolated"].iloc[0] >= 100) if "interpolated" in hi else True
+    holds = bool(d_lo > 0 and s_hi <= floor) if trained else None
     measured = [measure(f"spread at lr {lo['lr'].iloc[0]:g}, no L2", s_lo, lo["ci_lo_pp"].iloc[0], lo["ci_hi_pp"].iloc[0],
                         lo["floor_hi_pp"].iloc[0]),
                 measure(f"at lr {hi['lr'].iloc[0]:g}, L2 {hi['l2'].iloc[0]:g}", s_hi, hi["ci_lo_pp"].iloc[0],
@@ -352,7 +364,10 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                 measure("difference", d, d_lo, d_hi)]
     return Verdict(holds, f"spread at lr={hi['lr'].iloc[0]:g}, L2={hi['l2'].iloc[0]:g}: {s_hi:.1f} pp "
                           f"(noise floor, 95% quantile, {floor:.1f}) against {s_lo:.1f} pp at "
-                          f"lr={lo['lr'].iloc[0]:g}, no L2: difference {d:+.1f} pp [{d_lo:+.1f}, {d_hi:+.1f}] (95%)",
+                          f"lr={lo['lr'].iloc[0]:g}, no L2: difference {d:+.1f} pp [{d_lo:+.1f}, {d_hi:+.1f}] (95%)"
+                          + ("" if trained else f"; but only {hi['interpolated'].iloc[0]:.0f}% of that cell's runs "
+                             f"interpolate (best train acc. {hi['min_max_train_acc'].iloc[0]:.1f}% at the lowest): "
+                             "the spread vanished with the training, not by forgetting"),
                    "0.3 pp at lr=1e-2, L2=1e-2, against 26.5 pp at lr=1e-3", measured=measured)
 
 
@@ -476,7 +491,7 @@ def clock_family(optimizer: str, l2: float) -> str:
 def clock_points(summaries: pd.DataFrame, group_keys: list[str]) -> pd.DataFrame:
     """One point per group of runs differing only in sigma_w and seed: its spread (mean over
     seeds) and the clocks it reached, labelled with the family of its governing clock."""
-    t = spread_table(summaries, group_keys)
+    t = spread_table(summaries, group_keys, sigma_grid_per_group=True)
     t["family"] = [clock_family(o, l) for o, l in zip(t["optimizer"], t["l2"])]
     return t
 
@@ -500,6 +515,7 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
 
 
 MIN_CLOCK_POINTS = 5  # fewer points give a bootstrap interval of rho that says little
+CLOCKS_PAPER = "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000"
 
 
 @decided_by_rule
@@ -521,7 +537,8 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     rho = pd.DataFrame(rows)
     decided = rho[rho["decided"]]
     if decided.empty:
-        return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points"), rho
+        return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points with a defined spread",
+                       CLOCKS_PAPER), rho
     holds = True if (decided["rho_hi"] < 0).all() else (False if (decided["rho_lo"] > 0).any() else None)
     parts = ", ".join(f"{c}: rho={r:+.2f} [{lo:+.2f}, {hi:+.2f}] ({n} pts{'' if d else ', not decided'})"
                       if np.isfinite(r) else f"{c}: n/a ({n} pts)"
@@ -531,5 +548,4 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
                 for c, n, r, lo, hi in zip(rho["clock"], rho["points"], rho["rho"], rho["rho_lo"], rho["rho_hi"])
                 if np.isfinite(r)]
     return Verdict(holds, f"spread vs governing clock, Spearman {parts} (95% intervals)",
-                   "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000",
-                   measured=measured), rho
+                   CLOCKS_PAPER, measured=measured), rho

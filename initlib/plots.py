@@ -170,8 +170,12 @@ def clocks_scatter(points: pd.DataFrame, title: str):
             x = g[clock].where(g[clock] > 0)
             ax.scatter(x, g["spread_pp"], color=colors[fam], label=f"governed by {fam}",
                        edgecolor="k" if fam == clock else "none", s=40 if fam == clock else 18)
-        ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        shown = (points[clock] > 0) & np.isfinite(points["spread_pp"])
+        if shown.any():  # a log axis needs a point on it (no family may reach this clock)
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        else:
+            ax.text(0.5, 0.5, "no point with a defined spread", transform=ax.transAxes, ha="center")
         ax.set_xlabel(f"{clock} (accumulated, end of training)")
     axes[0].set_ylabel(r"spread over $\sigma_w$ (pp)")
     axes[-1].legend(fontsize=8)

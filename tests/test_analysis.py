@@ -96,6 +96,11 @@ def test_l2_verdict_needs_a_collapse_to_the_noise_floor():
     assert analysis.verdict_l2_lr(*l2_runs(20.0, 15.0)).holds is False
     # no collapse relative to a 3 pp spread: the difference interval contains 0 -> does not hold
     assert analysis.verdict_l2_lr(*l2_runs(3.0, 2.0)).holds is False
+    # a collapse in a cell whose runs did not train: not forgetting -> undecided
+    table, s = l2_runs(20.0, 1.0)
+    table.loc[table["l2"] > 0, "interpolated"] = 0.0
+    v = analysis.verdict_l2_lr(table, s)
+    assert v.holds is None and "not by forgetting" in v.text
 
 
 def test_slope_and_trend_interval_on_hand_computed_cases():
@@ -241,3 +246,14 @@ def test_headline_numbers_for_the_results_table():
         "SGD spread 12.3 [9.0, 15.5] pp; rho(T_SGD, spread), 5 points -0.90 [-1.00, -0.50]; slope 1.0 pp",
         "SGD spread 3.2 pp")
     assert analysis.measure("x", float("nan"))["value"] is None
+
+
+def test_clock_points_take_each_group_with_its_own_sigma_grid():
+    # 01-like group on 3 sigma_w, 03-like group on 2: both spreads defined (06 mixes grids)
+    rows = [({"optimizer": "sgd", "lr": 0.02, "l2": 0.0, "batch_size": 128, "epochs": 78, "arch": "resnet9",
+              "width": 0.125, "n_train": 5000}, s, 0, a) for s, a in ((0.1, 0.6), (1.0, 0.5), (2.5, 0.4))]
+    rows += [({"optimizer": "sgd", "lr": 0.1, "l2": 0.0, "batch_size": 128, "epochs": 60, "arch": "resnet9",
+               "width": 0.125, "n_train": 1000}, s, 0, a) for s, a in ((0.1, 0.5), (2.5, 0.45))]
+    pts = analysis.clock_points(runs(rows), analysis.CLOCK_GROUP_KEYS).set_index("lr")
+    assert pts.loc[0.02, "spread_pp"] == pytest.approx(20.0) and pts.loc[0.1, "spread_pp"] == pytest.approx(5.0)
+    assert (pts["missing"] == 0).all()
