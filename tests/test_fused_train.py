@@ -89,10 +89,11 @@ def test_a_killed_group_resumes_to_the_same_numbers(tmp_path):
 
 
 def test_a_diverging_run_ends_alone_and_the_others_go_on(tmp_path):
-    cfgs = group("sgd")
+    cfgs = group("sgd", epochs=3)
     cfgs[1] = {**cfgs[1], "lr": 1e30}
     fused = train_group(cfgs)
-    assert fused[1][1]["status"] == "diverged" and len(fused[1][0]) < 3
+    assert fused[1][1]["status"] == "diverged" and len(fused[1][0]) < 4   # ended before epoch 3
+    assert fused[0][1]["status"] == fused[2][1]["status"] == "finished" and len(fused[0][0]) == 4
     for i in (0, 2):
         assert_same_run(fused[i], train(cfgs[i]), f"run {i}")
 
