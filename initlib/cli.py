@@ -18,7 +18,8 @@ FUSE_DEFAULT_CUDA = 16
 
 def fuse_setting(value: str, device: str | None) -> int:
     """--fuse: an integer >= 1, or 'auto' (FUSE_DEFAULT_CUDA where runs go to CUDA, else 1).
-    CPU keeps the plain path: fusion was measured slower there (bench/output_fused_cpu.md)."""
+    CPU keeps the plain path, as issue 13 asks (fusion reported slower there; not re-measured in
+    this project: ``python bench/throughput.py --fused 4,8`` measures it side by side)."""
     if value != "auto":
         try:
             g = int(value)

@@ -32,7 +32,6 @@ import math
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -40,12 +39,12 @@ import torch.nn.functional as F
 from . import store
 from .clocks import cumulative_clocks
 from .config import identity, resolve
-from .data import DataError, augment_params, epoch_order, fingerprint, random_crop_flip, resolve_data_dir
+from .data import augment_params, epoch_order, random_crop_flip
 from .fused import FusedConv2d, FusedLinear, FusedOptimizer, fuse, fused_loss
 from .metrics import summarize
 from .models import build_model
 from .optim import lr_factors
-from .train import DTYPES, EVAL_BATCH, correct_predictions, get_data, pack_correct, pick_device
+from .train import DTYPES, EVAL_BATCH, check_data_identity, get_data, pick_device, score_selected
 
 FUSABLE_KEYS = ("sigma_w", "seed", "lr", "l2", "weight_decay")
 SLICE = "fused-slice"
@@ -174,10 +173,7 @@ def train_group(cfgs: list[dict], *, data_dir=None, run_dirs: list[Path] | None 
         raise ValueError("these runs cannot be fused: they differ in more than " + ", ".join(FUSABLE_KEYS))
     c0, G = cfgs[0], len(cfgs)
     device = pick_device(c0["device"])
-    found = fingerprint(data_dir)
-    if c0["data"] != found:
-        raise DataError(f"{resolve_data_dir(data_dir)}: its data has fingerprint {found}, but these runs "
-                        f"are runs on data {c0['data']}")
+    check_data_identity(c0, data_dir)
     data = get_data(c0, device, data_dir)
     dtype = DTYPES[c0["precision"]]
     autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=c0["precision"] == "bf16")  # noqa: E731
@@ -297,12 +293,7 @@ def train_group_epoch(model, opt, data, cfgs, epoch, factors_of_epoch, dtype, au
 
 
 def score_selected_alone(best: dict, cfg: dict, data, dtype, device, autocast=nullcontext) -> dict:
-    """The selected predictor of one run, unfused, scored on every test image."""
-    if best["state"] is None:
-        return {"selected_test_n": None, "selected_test_acc": None, "selected_test_correct": None}
-    m = build_model(cfg["arch"], width=cfg["width"], sigma_w=cfg["sigma_w"], seed=cfg["seed"],
-                    logit_scale=cfg["logit_scale"]).to(device=device, dtype=dtype)
-    m.load_state_dict(best["state"])
-    correct = correct_predictions(m, data.full_test, data, autocast, dtype).cpu().numpy()
-    return {"selected_test_n": int(len(correct)), "selected_test_acc": float(correct.mean()),
-            "selected_test_correct": pack_correct(np.asarray(correct))}
+    """The selected predictor of one run, unfused (a plain model of the run's architecture),
+    scored on every test image by train.score_selected."""
+    plain = build_model(cfg["arch"], width=cfg["width"], logit_scale=cfg["logit_scale"]).to(device=device, dtype=dtype)
+    return score_selected(best, plain, data, autocast, dtype)

@@ -168,6 +168,15 @@ def record_epoch(epoch: int, fmodel, model, data, autocast, dtype, train_loss_ru
     return row
 
 
+def check_data_identity(cfg: dict, data_dir=None) -> None:
+    """Refuse to train a run on data other than the data in its identity."""
+    found = fingerprint(data_dir)
+    if cfg["data"] != found:
+        raise DataError(f"{resolve_data_dir(data_dir)}: its data has fingerprint {found}, but this run "
+                        f"is the run on data {cfg['data']}: bind configs to the data they train on "
+                        f"(initlib.sweep.bind_to_data)")
+
+
 def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=None):
     """Train one run. Returns (per-epoch DataFrame, summary dict).
 
@@ -180,11 +189,7 @@ def train(cfg: dict, *, data_dir=None, run_dir: Path | None = None, on_epoch=Non
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
-    found = fingerprint(data_dir)
-    if cfg["data"] != found:
-        raise DataError(f"{resolve_data_dir(data_dir)}: its data has fingerprint {found}, but this run "
-                        f"is the run on data {cfg['data']}: bind configs to the data they train on "
-                        f"(initlib.sweep.bind_to_data)")
+    check_data_identity(cfg, data_dir)
     data = get_data(cfg, device, data_dir)
     dtype = DTYPES[cfg["precision"]]
     model = build_model(cfg["arch"], width=cfg["width"], sigma_w=cfg["sigma_w"], seed=cfg["seed"],
