@@ -128,10 +128,7 @@ def trend_interval(groups: list[np.ndarray], x, confidence: float = 0.95, n_resa
     group, each group's seeds resampled on their own), the statistic being the slope of the
     resampled spreads. Returns (slope, low, high)."""
     x = np.asarray(x, dtype=float)
-    point = float(slope(x, np.array([spread(_accuracies(np.asarray(g, dtype=bool),
-                                                        np.arange(np.shape(g)[0])[None],
-                                                        np.arange(np.shape(g)[-1])[None])[0])
-                                     for g in groups])))
+    point = float(slope(x, np.array([spread(np.asarray(g, dtype=float).mean(axis=-1)) for g in groups])))
     lo, hi = bootstrap_spreads(groups, lambda s: slope(x, np.stack(s, axis=-1)), confidence,
                                n_resamples, seed)
     return point, lo, hi

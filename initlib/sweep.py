@@ -36,21 +36,35 @@ def bind_to_data(sweeps: list[Sweep], data_dir=None) -> str:
 
 
 # ---------------------------------------------------------------- one run
-def run_one(cfg: dict, store_dir: Path, data_dir=None, log=print) -> str:
-    """Train ``cfg`` unless it is done or claimed: 'cached', 'trained' or 'busy'. A damaged
-    finished run is named and trained again from scratch."""
-    rdir = store.run_dir(store_dir, cfg)
+def _claim(rdir: Path, log) -> str:
+    """'cached' (done and clean), 'busy' (locked by a live worker) or 'claimed' (locked by
+    us, a damaged run cleared for retraining); try_lock removes what a kill left behind."""
     if store.is_done(rdir) and not store.leftovers(rdir):
         return "cached"
     if not store.try_lock(rdir):
         return "busy"
-    try:  # try_lock removed what a kill left behind
-        if store.is_done(rdir):
-            return "cached"
+    if store.is_done(rdir):
+        store.release_lock(rdir)
+        return "cached"
+    try:
         problem = store.damage(rdir)
         if problem:
             log(f"{rdir.name}: damaged ({problem}): training it again")
             store.clear_for_retraining(rdir)
+    except BaseException:
+        store.release_lock(rdir)
+        raise
+    return "claimed"
+
+
+def run_one(cfg: dict, store_dir: Path, data_dir=None, log=print) -> str:
+    """Train ``cfg`` unless it is done or claimed: 'cached', 'trained' or 'busy'. A damaged
+    finished run is named and trained again from scratch."""
+    rdir = store.run_dir(store_dir, cfg)
+    state = _claim(rdir, log)
+    if state != "claimed":
+        return state
+    try:
         from .train import train
         try:
             train(cfg, data_dir=data_dir, run_dir=rdir)
@@ -86,20 +100,11 @@ def run_group(cfgs: list[dict], store_dir: Path, data_dir=None, log=print) -> di
     out, locked = {}, []
     try:
         for cfg in cfgs:
-            rdir, h = store.run_dir(store_dir, cfg), run_hash(cfg)
-            if store.is_done(rdir) and not store.leftovers(rdir):
-                out[h] = "cached"
-            elif not store.try_lock(rdir):
-                out[h] = "busy"
-            elif store.is_done(rdir):
-                store.release_lock(rdir)
-                out[h] = "cached"
-            else:
-                problem = store.damage(rdir)
-                if problem:
-                    log(f"{rdir.name}: damaged ({problem}): training it again")
-                    store.clear_for_retraining(rdir)
+            state = _claim(store.run_dir(store_dir, cfg), log)
+            if state == "claimed":
                 locked.append(cfg)
+            else:
+                out[run_hash(cfg)] = state
         if locked:
             dirs = [store.run_dir(store_dir, c) for c in locked]
             try:
