@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     from .executors import stop_on_sigterm
     args = build_parser().parse_args(argv)
     args.store = store.resolve_store(args.store)  # once: $INITLIB_STORE or runs/ when not given
-    stop_on_sigterm()
+    stop_on_sigterm(once=args.cmd == "worker")
     try:
         return globals()[f"cmd_{args.cmd}"](args) or 0
     except (ConfigError, DataNotFoundError, DataError, store.StoreError) as e:

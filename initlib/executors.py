@@ -24,11 +24,21 @@ class Stopped(KeyboardInterrupt):
     """SIGTERM, raised as an exception so that every ``finally`` (locks, bars) runs."""
 
 
-def stop_on_sigterm() -> None:
-    """Turn SIGTERM into :class:`Stopped` in this process (main thread only)."""
+def stop_on_sigterm(*, once: bool = False) -> None:
+    """Turn SIGTERM into :class:`Stopped` in this process (main thread only). With ``once`` (a
+    worker: Ctrl-C reaches it from the terminal and SIGTERM from its sweep, one after the other),
+    the first stop signal ignores every later one, so that no second exception cuts through the
+    ``finally`` blocks that release locks and remove temporary files."""
     def handler(signum, frame):
+        if once:  # a no-op handler, not SIG_IGN: a signal already pending then stays quiet
+            for s in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(s, lambda *_: None)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         raise Stopped(f"signal {signum}")
     signal.signal(signal.SIGTERM, handler)
+    if once:
+        signal.signal(signal.SIGINT, handler)
 
 
 def run(missing, store_dir: Path, data_dir=None, *, executor: str = "local", workers: int = 1,

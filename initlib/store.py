@@ -38,6 +38,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -261,6 +262,30 @@ def clear_for_retraining(rdir: Path) -> None:
 
 # ---------------------------------------------------------------- locks
 _HELD: dict[str, int] = {}  # run dir -> fd of the lock this process holds
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+class _signals_deferred:
+    """Hold Ctrl-C and SIGTERM back while a lock file and ``_HELD`` change together, so that a
+    stop never falls between creating (or unlinking) the file and recording it: a signal that
+    arrives meanwhile is recorded and raised again, through the handler it would have met, when
+    the block ends. (A Python-level handler, not ``pthread_sigmask``: the signal may be
+    delivered to any of torch's threads, and Python runs handlers in the main thread whatever
+    the mask.) Outside the main thread handlers cannot change and nothing is held back. SIGKILL
+    is never held back; the lock file it leaves is taken over by the next worker."""
+
+    def __enter__(self):
+        self.caught, self.old = [], {}
+        if threading.current_thread() is threading.main_thread():
+            for s in _STOP_SIGNALS:
+                self.old[s] = signal.signal(s, lambda signum, _: self.caught.append(signum))
+
+    def __exit__(self, *exc):
+        for s, handler in self.old.items():
+            signal.signal(s, handler)
+        for s in self.caught[:1]:
+            signal.raise_signal(s)
+        return False
 
 
 def try_lock(rdir: Path) -> bool:
@@ -268,9 +293,18 @@ def try_lock(rdir: Path) -> bool:
     (however it was left: empty, garbage, a reused pid) is not held, so it is taken at once;
     the previous owner, if the file names one, is said on stderr."""
     rdir.mkdir(parents=True, exist_ok=True)
-    path = rdir / LOCK
     if str(rdir) in _HELD:
         return False
+    with _signals_deferred():
+        if not _take_lock(rdir):
+            return False
+    for f in leftovers(rdir):  # we hold the lock: nobody else is writing here
+        f.unlink(missing_ok=True)
+    return True
+
+
+def _take_lock(rdir: Path) -> bool:
+    path = rdir / LOCK
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -297,19 +331,25 @@ def try_lock(rdir: Path) -> bool:
     os.pwrite(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
                               "since": time.time()}).encode(), 0)
     _HELD[str(rdir)] = fd
-    for f in leftovers(rdir):  # we hold the lock: nobody else is writing here
-        f.unlink(missing_ok=True)
     return True
 
 
 def release_lock(rdir: Path) -> None:
-    fd = _HELD.pop(str(rdir), None)
-    if fd is None:
-        return
-    try:
-        (rdir / LOCK).unlink(missing_ok=True)  # unlink while still holding, then unlock
-    finally:
-        os.close(fd)
+    with _signals_deferred():
+        fd = _HELD.pop(str(rdir), None)
+        if fd is None:
+            return
+        try:
+            (rdir / LOCK).unlink(missing_ok=True)  # unlink while still holding, then unlock
+        finally:
+            os.close(fd)
+
+
+def release_all_locks() -> None:
+    """Release every lock this process holds: the last step of a worker that is stopping, so
+    that a stop arriving between two statements of a claim leaves no lock file behind."""
+    for rdir in list(_HELD):
+        release_lock(Path(rdir))
 
 
 def lock_is_held(rdir: Path) -> bool:

@@ -126,6 +126,13 @@ def work_through(configs, store_dir: Path, data_dir=None, poll_s: float = 2.0, l
     done. With ``fuse`` > 1, runs that can be fused train in groups of up to ``fuse``
     (initlib.fused_train; grouped by what they share and by their checkpoint's epoch). Returns
     the hashes of runs that raised (their traceback is in error.txt)."""
+    try:
+        return _work_through(configs, store_dir, data_dir, poll_s, log, fuse)
+    finally:  # a stop between two statements of a claim must not leave a lock behind
+        store.release_all_locks()
+
+
+def _work_through(configs, store_dir, data_dir, poll_s, log, fuse) -> list[str]:
     from .fused_train import checkpoint_epoch, plan_groups
     pending, failed = list(configs), []
     while pending:

@@ -65,6 +65,20 @@ def test_a_lock_file_nobody_holds_is_taken_at_once(tmp_path, content, capsys):
     store.release_lock(rdir)
 
 
+def test_a_stop_while_taking_a_lock_leaves_it_to_be_released(tmp_path, monkeypatch):
+    """Ctrl-C arriving between creating the lock file and recording it (it happened in CI: a
+    lock file was left behind) is held back until the lock is recorded, so release_all_locks,
+    a stopping worker's last step, removes it."""
+    rdir = tmp_path / "run"
+    monkeypatch.setattr(store, "fault_point",
+                        lambda name: os.kill(os.getpid(), signal.SIGINT) if name == "locked" else None)
+    with pytest.raises(KeyboardInterrupt):
+        store.try_lock(rdir)
+    assert (rdir / store.LOCK).exists() and store.lock_is_held(rdir)
+    store.release_all_locks()
+    assert not (rdir / store.LOCK).exists() and not store.lock_is_held(rdir)
+
+
 def test_sweep_with_an_empty_lock_left_in_its_first_run_finishes(tmp_path):
     p = write_params(tmp_path)
     s = tmp_path / "store"
@@ -250,7 +264,7 @@ def test_ctrl_c_and_sigterm_stop_every_worker_cleanly(tmp_path, how):
         proc.send_signal(signal.SIGTERM)                    # Slurm / kill: the sweep alone
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
-    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert err.count("stopped:") == 1
     time.sleep(0.5)
     assert _processes_mentioning(str(s)) == []              # no worker left training
