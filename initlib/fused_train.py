@@ -26,6 +26,7 @@ bf16 autocast is applied as in train.train.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from contextlib import nullcontext
 import math
@@ -57,8 +58,18 @@ def group_key(cfg: dict) -> str:
 
 
 def checkpoint_epoch(rdir: Path) -> int | None:
-    """The epoch of a run's fused-slice checkpoint (None: none, or a plain one)."""
-    ckpt = store.load_checkpoint(rdir)
+    """The epoch of a run's fused-slice checkpoint (None: none, or a plain one). Read once per
+    version of the file (the sweep asks again on every pass over its pending runs)."""
+    try:
+        st = (rdir / store.CHECKPOINT).stat()
+    except FileNotFoundError:
+        return None
+    return _checkpoint_epoch(str(rdir), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checkpoint_epoch(rdir: str, mtime_ns: int, size: int) -> int | None:
+    ckpt = store.load_checkpoint(Path(rdir))
     if ckpt is None or ckpt.get("format") != SLICE:
         return None
     return len(ckpt["rows"]) - 1
