@@ -106,7 +106,7 @@ status: | $(INSTALLED)
 	$(PY) -m initlib status $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE)
 
 test: | $(INSTALLED)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=12 tests
 
 lab: | $(INSTALLED)
 	$(VENV)/bin/jupyter lab notebooks/

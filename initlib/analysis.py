@@ -508,44 +508,61 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
     points = clock_points(summaries, CLOCK_GROUP_KEYS).assign(source="final")
     if long_epochs is None or long_epochs.empty or not horizons:
         return points
-    h = horizon_table(long_epochs, horizons, by=["optimizer", "lr", "l2", "batch_size", "n_train"])
+    h = horizon_table(long_epochs, horizons, by=["optimizer", "lr", "l2", "batch_size", "arch", "width", "n_train"])
     h = h.rename(columns={"horizon_epochs": "epochs"}).assign(family="T_SGD", source="02 horizon")
     points = pd.concat([points, h], ignore_index=True)
-    return points.drop_duplicates(["optimizer", "lr", "l2", "batch_size", "epochs", "n_train"], keep="first")
+    return points.drop_duplicates(["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train"],
+                                  keep="first")
 
 
 MIN_CLOCK_POINTS = 5  # fewer points give a bootstrap interval of rho that says little
+CLOCK_SCALE_KEYS = ["arch", "width", "n_train"]  # points are compared only within one scale
+
+
+def scale_label(scale: dict) -> str:
+    """'resnet9 w0.125 n5000' for {'arch': 'resnet9', 'width': 0.125, 'n_train': 5000}."""
+    parts = [str(scale["arch"])] if "arch" in scale else []
+    parts += [f"w{scale['width']:g}"] if "width" in scale else []
+    parts += [f"n{int(scale['n_train'])}"] if "n_train" in scale else []
+    return " ".join(parts)
 CLOCKS_PAPER = "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000"
 
 
 @decided_by_rule
 def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
-    """Holds if, within each family with >= 5 points, the spread falls as its governing clock
-    grows: the 95% interval of Spearman's rho(clock, spread) (bootstrap over the points,
-    initlib.stats.rho_interval) lies below 0 for every such family. Does not hold if one
-    family's interval lies above 0; undecided otherwise. Points whose spread is undefined
-    (diverged or missing runs) are left out and counted; families with fewer points are shown,
+    """Holds if, within each family at each scale (architecture, width, training-set size)
+    with >= 5 points, the spread falls as its governing clock grows: the 95% interval of
+    Spearman's rho(clock, spread) (bootstrap over the points, initlib.stats.rho_interval) lies
+    below 0 for every such group. Does not hold if one group's interval lies above 0; undecided
+    otherwise. Scales are never pooled: a larger training set gives larger spreads at smaller
+    clocks, which alone would make a pooled rho negative. Points whose spread is undefined
+    (diverged or missing runs) are left out and counted; groups with fewer points are shown,
     not decided."""
     from .stats import rho_interval
+    scale_keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
     rows = []
-    for fam, g in points.groupby("family"):
+    for key, g in points.groupby(["family", *scale_keys], sort=True):
+        fam = key[0]
         ok = g[np.isfinite(g["spread_pp"])]
         rho, lo, hi = (rho_interval(ok[fam], ok["spread_pp"]) if len(ok) >= 3
                        else (math.nan, math.nan, math.nan))
-        rows.append({"clock": fam, "points": len(ok), "undefined": len(g) - len(ok),
+        rows.append({"clock": fam, "scale": scale_label(dict(zip(scale_keys, key[1:]))),
+                     "points": len(ok), "undefined": len(g) - len(ok),
                      "rho": rho, "rho_lo": lo, "rho_hi": hi, "decided": len(ok) >= MIN_CLOCK_POINTS})
     rho = pd.DataFrame(rows)
     decided = rho[rho["decided"]]
     if decided.empty:
-        return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points with a defined spread",
-                       CLOCKS_PAPER), rho
+        return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points with a defined spread "
+                             f"at one scale", CLOCKS_PAPER), rho
     holds = True if (decided["rho_hi"] < 0).all() else (False if (decided["rho_lo"] > 0).any() else None)
-    parts = ", ".join(f"{c}: rho={r:+.2f} [{lo:+.2f}, {hi:+.2f}] ({n} pts{'' if d else ', not decided'})"
-                      if np.isfinite(r) else f"{c}: n/a ({n} pts)"
-                      for c, n, r, lo, hi, d in zip(rho["clock"], rho["points"], rho["rho"], rho["rho_lo"],
-                                                   rho["rho_hi"], rho["decided"]))
-    measured = [measure(f"rho({c}, spread), {n} points", r, lo, hi, unit="")
-                for c, n, r, lo, hi in zip(rho["clock"], rho["points"], rho["rho"], rho["rho_lo"], rho["rho_hi"])
+    name = lambda c, sc: f"{c} at {sc}" if sc else c  # noqa: E731
+    parts = ", ".join(f"{name(c, sc)}: rho={r:+.2f} [{lo:+.2f}, {hi:+.2f}] ({n} pts{'' if d else ', not decided'})"
+                      if np.isfinite(r) else f"{name(c, sc)}: n/a ({n} pts)"
+                      for c, sc, n, r, lo, hi, d in zip(rho["clock"], rho["scale"], rho["points"], rho["rho"],
+                                                       rho["rho_lo"], rho["rho_hi"], rho["decided"]))
+    measured = [measure(f"rho({name(c, sc)}, spread), {n} points", r, lo, hi, unit="")
+                for c, sc, n, r, lo, hi in zip(rho["clock"], rho["scale"], rho["points"], rho["rho"],
+                                               rho["rho_lo"], rho["rho_hi"])
                 if np.isfinite(r)]
     return Verdict(holds, f"spread vs governing clock, Spearman {parts} (95% intervals)",
                    CLOCKS_PAPER, measured=measured), rho

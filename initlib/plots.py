@@ -162,13 +162,20 @@ def depth_panels(summaries: pd.DataFrame, title: str):
 
 
 def clocks_scatter(points: pd.DataFrame, title: str):
-    """Spread against each clock (log x), coloured by the family whose clock governs it."""
+    """Spread against each clock (log x), coloured by the family whose clock governs it, one
+    marker per scale (architecture, width, training-set size): the verdict compares points only
+    within one scale."""
+    from .analysis import CLOCK_SCALE_KEYS, scale_label
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     colors = {"T_SGD": "tab:blue", "T_L2": "tab:green", "T_adapt": "tab:red"}
+    keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
+    scales = sorted({tuple(r) for r in points[keys].itertuples(index=False)}) if keys else [()]
+    markers = dict(zip(scales, "o^sDvP*X"))
     for ax, clock in zip(axes, ("T_SGD", "T_L2", "T_adapt")):
-        for fam, g in points.groupby("family"):
+        for (fam, *scale), g in points.groupby(["family", *keys]):
             x = g[clock].where(g[clock] > 0)
-            ax.scatter(x, g["spread_pp"], color=colors[fam], label=f"governed by {fam}",
+            ax.scatter(x, g["spread_pp"], color=colors[fam], marker=markers.get(tuple(scale), "o"),
+                       label=f"{fam}, {scale_label(dict(zip(keys, scale)))}".rstrip(", "),
                        edgecolor="k" if fam == clock else "none", s=40 if fam == clock else 18)
         shown = (points[clock] > 0) & np.isfinite(points["spread_pp"])
         if shown.any():  # a log axis needs a point on it (no family may reach this clock)

@@ -175,6 +175,22 @@ def test_clocks_verdict_per_family():
     assert analysis.verdict_clocks(pts)[0].holds is None
 
 
+def test_clocks_are_compared_within_one_scale_never_pooled():
+    """Two training-set sizes, no trend within either; the larger one has larger spreads at
+    smaller clocks. Pooled, rho would be about -0.8 (a false 'holds'); per scale, undecided."""
+    t = [0.001, 0.002, 0.004, 0.008, 0.016]
+    pts = pd.DataFrame({"family": ["T_SGD"] * 10, "arch": ["resnet9"] * 10, "width": [0.125] * 10,
+                        "n_train": [5000] * 5 + [1000] * 5, "T_SGD": t + [10 * x for x in t],
+                        "spread_pp": [25.0, 27.0, 24.0, 26.0, 25.5, 5.0, 6.0, 4.0, 5.5, 4.5]})
+    v, rho = analysis.verdict_clocks(pts)
+    assert v.holds is None
+    assert list(rho["scale"]) == ["resnet9 w0.125 n1000", "resnet9 w0.125 n5000"]
+    assert list(rho["points"]) == [5, 5] and rho["decided"].all()
+    assert "T_SGD at resnet9 w0.125 n5000: rho=" in v.text
+    from scipy.stats import spearmanr
+    assert spearmanr(pts["T_SGD"], pts["spread_pp"]).statistic < -0.6  # what pooling would have said
+
+
 def test_diverged_runs_make_a_spread_undefined_not_smaller():
     """A group in which 2 of 3 runs diverged has no spread (nan), says so, and decides nothing."""
     rows = [({"optimizer": "sgd", "lr": 0.1}, s, 0, a) for s, a in ((0.1, 0.6), (1.0, 0.5), (2.5, 0.4))]

@@ -84,6 +84,26 @@ def test_shipped_cpu_results_are_exactly_the_cpu_profile_runs():
         assert store.is_done(ROOT / "results" / "cpu" / h)
 
 
+def test_shipped_cpu_results_are_in_the_papers_regime():
+    """Issue 12's regime, checked on what we ship: every low-LR SGD run of notebook 01
+    interpolates (train accuracy >= 99.5% at some epoch) with T_SGD <= 1e-2 at its horizon, and
+    every run's selected predictor is scored on all 10,000 test images."""
+    from initlib.config import run_hash
+    from initlib.params import load_params
+    from initlib.sweep import bind_to_data
+    sw = load_params(ROOT / "params" / "01_optimizer_dependence.yaml", "cpu")
+    bind_to_data([sw])
+    sgd = [c for c in sw.all_configs() if c["optimizer"] == "sgd"]
+    assert len(sgd) >= 12
+    for c in sgd:
+        summary = json.loads((ROOT / "results" / "cpu" / run_hash(c) / "summary.json").read_text())
+        assert summary["max_train_acc"] >= 0.995, (c["sigma_w"], c["seed"], summary["max_train_acc"])
+        assert summary["T_SGD"] <= 1e-2, (c["sigma_w"], c["seed"], summary["T_SGD"])
+    for h in _cpu_configs():
+        summary = json.loads((ROOT / "results" / "cpu" / h / "summary.json").read_text())
+        assert summary["selected_test_n"] == 10000, h
+
+
 def test_readme_results_table_is_the_cpu_verdicts():
     import subprocess
     import sys
