@@ -170,25 +170,20 @@ def spread_table(summaries: pd.DataFrame, by: list[str], sigma_grid_per_group: b
     number of test images behind each accuracy, the spread's 95% interval and its noise floor
     (expected, and 95% quantile; see :func:`spread_uncertainty`)."""
     summaries = with_selected_accuracy(summaries)
-    n_sigma = summaries["sigma_w"].nunique()
-    if sigma_grid_per_group:  # groups from different grids (notebook 06): each its own sigma_w
-        n_group = summaries.groupby(by, dropna=False)["sigma_w"].transform("nunique")
-        summaries = summaries.assign(_n_sigma=n_group)
+    # the size of each group's sigma_w grid: its own (groups from different grids, notebook 06)
+    # or the whole table's
+    grid = (summaries.groupby(by, dropna=False)["sigma_w"].transform("nunique") if sigma_grid_per_group
+            else summaries["sigma_w"].nunique())
+    summaries = summaries.assign(_n_sigma=grid)
     grouped = summaries.groupby(by + ["seed"], dropna=False)
     per_seed = grouped.agg(**{c: (c, "mean") for c in CLOCKS}).reset_index()
-    per_seed["spread"] = [complete_spread(g, int(g["_n_sigma"].iloc[0]) if sigma_grid_per_group else n_sigma)
-                          for _, g in grouped]
+    per_seed["spread"] = [complete_spread(g, int(g["_n_sigma"].iloc[0])) for _, g in grouped]
     out = _over_seeds(per_seed, by, seeds=("seed", "nunique"))
     runs = summaries.assign(_diverged=summaries["status"] == "diverged").groupby(by, dropna=False).agg(
         runs=("hash", "count"), diverged=("_diverged", "sum"), interpolated=("interpolated", "mean"),
-        min_max_train_acc=("max_train_acc", "min")).reset_index()
+        min_max_train_acc=("max_train_acc", "min"), _n_sigma=("_n_sigma", "first")).reset_index()
     out = out.merge(runs, on=by)
-    if sigma_grid_per_group:
-        sizes = summaries.groupby(by, dropna=False)["_n_sigma"].first().reset_index()
-        out = out.merge(sizes, on=by)
-        out["missing"] = out["seeds"] * out.pop("_n_sigma") - out["runs"]
-    else:
-        out["missing"] = out["seeds"] * n_sigma - out["runs"]
+    out["missing"] = out["seeds"] * out.pop("_n_sigma") - out["runs"]
     out["interpolated"] = 100 * out["interpolated"]
     out["min_max_train_acc"] = 100 * out["min_max_train_acc"]
     unc = [{**dict(zip(by, k if isinstance(k, tuple) else (k,))),
@@ -508,11 +503,10 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
     points = clock_points(summaries, CLOCK_GROUP_KEYS).assign(source="final")
     if long_epochs is None or long_epochs.empty or not horizons:
         return points
-    h = horizon_table(long_epochs, horizons, by=["optimizer", "lr", "l2", "batch_size", "arch", "width", "n_train"])
+    h = horizon_table(long_epochs, horizons, by=[k for k in CLOCK_GROUP_KEYS if k != "epochs"])
     h = h.rename(columns={"horizon_epochs": "epochs"}).assign(family="T_SGD", source="02 horizon")
     points = pd.concat([points, h], ignore_index=True)
-    return points.drop_duplicates(["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train"],
-                                  keep="first")
+    return points.drop_duplicates(CLOCK_GROUP_KEYS, keep="first")
 
 
 MIN_CLOCK_POINTS = 5  # fewer points give a bootstrap interval of rho that says little
@@ -525,6 +519,8 @@ def scale_label(scale: dict) -> str:
     parts += [f"w{scale['width']:g}"] if "width" in scale else []
     parts += [f"n{int(scale['n_train'])}"] if "n_train" in scale else []
     return " ".join(parts)
+
+
 CLOCKS_PAPER = "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000"
 
 
