@@ -9,13 +9,16 @@ For each (arch, width, batch size), measured side by side on the same model and 
   Normalize, RandomCrop(32, 4), RandomHorizontalFlip), a DataLoader (shuffle, 2 workers,
   pinned memory on CUDA), fp32, ``.item()`` of the loss every step;
 - ``initlib``: :func:`initlib.train.train_epoch`, the trainer's own step loop (data and
-  augmentation on the device, channels_last, no per-step host sync, bf16 if asked);
+  augmentation on the device, no per-step host sync, bf16 if asked) for one run (a group of
+  one);
+- ``old loop`` (``--old-loop``): the single-run loop of commit 5e3c91b, before the trainer
+  became one loop for any G (``bench_old_single_run_loop``); ratio ``initlib / old loop``;
 - ``initlib xK`` (``--concurrent K``): K initlib runs at once in K processes on the same
   device (1 CPU thread each); aggregate images/s.
 - ``fused G`` (``--fused 8,32,64``): G runs as one fused model (:mod:`initlib.fused`: grouped
-  convs, per-run BatchNorm, batched head, per-run SGD) in the fused trainer's step loop
-  (:func:`initlib.fused_train.train_group_epoch`: each run its own order and augmentation of
-  the device-resident images); aggregate images/s (G x b per step). ``--compile`` compiles
+  convs, per-run BatchNorm, batched head, per-run SGD) in the same loop
+  (:func:`initlib.train.train_epoch`: each run its own order and augmentation of the
+  device-resident images); aggregate images/s (G x b per step). ``--compile`` compiles
   the fused model too.
 
 The ratio column is initlib / plain. MFU (model FLOPs utilization) uses 6 x forward MACs per
@@ -40,7 +43,6 @@ import torch.nn.functional as F  # noqa: E402
 from initlib.config import resolve  # noqa: E402
 from initlib.data import CIFAR10_MEAN, CIFAR10_STD, load_cifar10, load_raw  # noqa: E402
 from initlib.models import build_model, count_macs  # noqa: E402
-from initlib.optim import build_optimizer  # noqa: E402
 from initlib.train import pick_device, train_epoch  # noqa: E402
 
 PEAK_TFLOPS = {"bf16": 989.0, "fp32": 494.0}  # H100/H200 SXM dense: bf16, and TF32 for fp32
@@ -91,30 +93,75 @@ def bench_plain(arch, width, b, n_images, steps, device, warmup=3):
     return steps * b / (time.perf_counter() - t0)
 
 
-def bench_initlib(arch, width, b, n_images, steps, device, precision="fp32", compile=False,
-                  barrier=None, result=None):
-    cfg = resolve(dict(arch=arch, width=width, batch_size=b, n_train=n_images, n_val=10, n_test=10,
-                       augment=True, precision=precision, compile=compile))
+def _group(g, arch, width, b, n_images, device, precision="fp32", compile=False):
+    from initlib.train import assemble_group
+    cfgs = [resolve(dict(arch=arch, width=width, batch_size=b, n_train=n_images, n_val=10, n_test=10,
+                         augment=True, precision=precision, compile=compile, epochs=1000, seed=i))
+            for i in range(g)]
     data = load_cifar10(n_train=n_images, n_val=10, n_test=10, device=device)
-    model = build_model(arch, width=width).to(device).to(memory_format=torch.channels_last)
-    fmodel = torch.compile(model) if compile else model
-    opt = build_optimizer("sgd", model, lr=1e-3)
-    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")  # noqa: E731
-    per_epoch = math.ceil(n_images / b)
-    train_epoch(fmodel, opt, data, cfg, 0, np.ones(min(3, per_epoch)), autocast)  # warm-up
+    return assemble_group(cfgs, data, device)
+
+
+def _timed_epochs(grp, steps, device, barrier=None):
+    """Warm up (one epoch), then time whole epochs of the trainer's own loop until ``steps``
+    steps have run; returns (t0, t1, steps timed)."""
+    train_epoch(grp, 1)
     sync(device)
     if barrier is not None:
         barrier.wait()
-    t0, done, epoch = time.perf_counter(), 0, 1
+    t0, done, epoch = time.perf_counter(), 0, 2
     while done < steps:
-        k = min(per_epoch, steps - done)
-        train_epoch(fmodel, opt, data, cfg, epoch, np.ones(k), autocast)
-        done, epoch = done + k, epoch + 1
+        train_epoch(grp, epoch)
+        done, epoch = done + grp.steps_per_epoch, epoch + 1
     sync(device)
-    t1 = time.perf_counter()
+    return t0, time.perf_counter(), done
+
+
+def bench_initlib(arch, width, b, n_images, steps, device, precision="fp32", compile=False,
+                  barrier=None, result=None):
+    """One run (a group of one) in the trainer's loop, initlib.train.train_epoch."""
+    grp = _group(1, arch, width, b, n_images, device, precision, compile)
+    t0, t1, done = _timed_epochs(grp, steps, device, barrier)
     if result is not None:
-        result.put((t0, t1))
-    return steps * b / (t1 - t0)
+        result.put((t0, t1, done))
+    return done * b / (t1 - t0)
+
+
+def bench_old_single_run_loop(arch, width, b, n_images, steps, device):
+    """The single-run loop the trainer had before it became one loop for any G (commit
+    5e3c91b, initlib/train.py train_epoch), verbatim but for its imports: a plain
+    channels_last model, torch.optim.SGD, foreach L2, F.cross_entropy. The baseline of issue
+    17's "G = 1 costs no more than the single-run loop"."""
+    from initlib.data import augment_params, epoch_order, random_crop_flip
+    data = load_cifar10(n_train=n_images, n_val=10, n_test=10, device=device)
+    model = build_model(arch, width=width).to(device).to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def epoch_of(epoch):
+        n = len(data.train)
+        model.train()
+        order = epoch_order(n, 0, epoch, device)
+        offsets, flips = augment_params(n, 0, epoch, device)
+        loss_sum = torch.zeros((), device=device)
+        for s in range(math.ceil(n / b)):
+            idx = order[s * b:(s + 1) * b]
+            x = random_crop_flip(data.train.x[idx], offsets[idx], flips[idx])
+            loss = F.cross_entropy(model(data.normalize(x)), data.train.y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch._foreach_add_([p.grad for p in params], params, alpha=0.0)  # add_l2_ with l2 = 0
+            opt.step()
+            loss_sum += loss.detach() * len(idx)
+        return loss_sum
+    epoch_of(1)
+    sync(device)
+    t0, done, epoch = time.perf_counter(), 0, 2
+    while done < steps:
+        epoch_of(epoch)
+        done, epoch = done + math.ceil(n_images / b), epoch + 1
+    sync(device)
+    return done * b / (time.perf_counter() - t0)
 
 
 def _worker(args, barrier, result):
@@ -123,28 +170,12 @@ def _worker(args, barrier, result):
 
 
 def bench_fused(g, arch, width, b, n_images, steps, device, precision="fp32", compile=False):
-    """Aggregate training images/s of ``g`` runs fused into one model, timed in the fused
-    trainer's own step loop (initlib.fused_train.train_group_epoch: each run its own data
-    order and augmentation, per-run SGD), so the number is what ``sweep --fuse G`` runs."""
-    from initlib.fused import FusedOptimizer, fuse
-    from initlib.fused_train import train_group_epoch
-    cfgs = [resolve(dict(arch=arch, width=width, batch_size=b, n_train=n_images, n_val=10, n_test=10,
-                         augment=True, precision=precision, seed=i)) for i in range(g)]
-    data = load_cifar10(n_train=n_images, n_val=10, n_test=10, device=device)
-    model = fuse([build_model(arch, width=width, seed=i) for i in range(g)]).to(device)
-    fmodel = torch.compile(model) if compile else model
-    opt = FusedOptimizer("sgd", model, [1e-3] * g)
-    autocast = lambda: torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")  # noqa: E731
-    per_epoch = math.ceil(n_images / b)
-    train_group_epoch(fmodel, opt, data, cfgs, 0, np.ones(min(3, per_epoch)), torch.float32, autocast)
-    sync(device)
-    t0, done, epoch = time.perf_counter(), 0, 1
-    while done < steps:
-        k = min(per_epoch, steps - done)
-        train_group_epoch(fmodel, opt, data, cfgs, epoch, np.ones(k), torch.float32, autocast)
-        done, epoch = done + k, epoch + 1
-    sync(device)
-    return g * b * steps / (time.perf_counter() - t0)
+    """Aggregate training images/s of ``g`` runs fused into one model, timed in the trainer's
+    own loop (initlib.train.train_epoch: each run its own data order and augmentation, per-run
+    SGD), so the number is what ``sweep --fuse G`` runs."""
+    grp = _group(g, arch, width, b, n_images, device, precision, compile)
+    t0, t1, done = _timed_epochs(grp, steps, device)
+    return g * b * done / (t1 - t0)
 
 
 def bench_concurrent(k, arch, width, b, n_images, steps, device, precision, compile):
@@ -157,8 +188,8 @@ def bench_concurrent(k, arch, width, b, n_images, steps, device, precision, comp
     spans = [result.get() for _ in procs]
     for p in procs:
         p.join()
-    start, end = min(s for s, _ in spans), max(e for _, e in spans)
-    return k * steps * b / (end - start)
+    start, end = min(s for s, _, _ in spans), max(e for _, e, _ in spans)
+    return sum(d for _, _, d in spans) * b / (end - start)
 
 
 def main():
@@ -174,6 +205,8 @@ def main():
     ap.add_argument("--concurrent", type=int, default=0, help="also K concurrent initlib runs")
     ap.add_argument("--fused", default="", help="comma list of G: also G runs fused into one model")
     ap.add_argument("--peak-tflops", type=float, default=None)
+    ap.add_argument("--old-loop", action="store_true", help="also the single-run loop of 5e3c91b")
+    ap.add_argument("--no-plain", action="store_true", help="skip the DataLoader baseline")
     args = ap.parse_args()
     device = pick_device(args.device)
     cuda = device.type == "cuda"
@@ -184,6 +217,8 @@ def main():
     print(f"device: {name}; torch {torch.__version__}; precision {args.precision}; "
           f"compile {args.compile}; {steps} timed steps\n")
     cols = ["arch", "width", "batch", "plain img/s", "initlib img/s", "ratio"]
+    if args.old_loop:
+        cols += ["old loop img/s", "initlib / old loop"]
     if args.concurrent:
         cols += [f"initlib x{args.concurrent} img/s", "ratio x{}".format(args.concurrent)]
     fused_gs = [int(v) for v in args.fused.split(",") if v]
@@ -196,9 +231,13 @@ def main():
         for w in widths:
             macs = count_macs(build_model(arch, width=w))
             for b in (int(v) for v in args.batch_sizes.split(",")):
-                plain = bench_plain(arch, w, b, args.images, steps, device)
+                plain = math.nan if args.no_plain else bench_plain(arch, w, b, args.images, steps, device)
                 mine = bench_initlib(arch, w, b, args.images, steps, device, args.precision, args.compile)
                 row = [arch, f"{w:g}", str(b), f"{plain:,.0f}", f"{mine:,.0f}", f"{mine / plain:.2f}x"]
+                if args.old_loop:
+                    old = bench_old_single_run_loop(arch, w, b, args.images, steps, device)
+                    mine2 = bench_initlib(arch, w, b, args.images, steps, device, args.precision, args.compile)
+                    row += [f"{old:,.0f}", f"{(mine + mine2) / 2 / old:.3f}x (runs {mine:,.0f}, {mine2:,.0f})"]
                 best = mine
                 if args.concurrent:
                     conc = bench_concurrent(args.concurrent, arch, w, b, args.images, steps, device,

@@ -20,10 +20,8 @@ import pandas as pd
 
 from .clocks import CLOCKS
 from . import metrics
-from .metrics import spread
-from .stats import noise_floor
-
-ADAPTIVE = ("adam", "adamw", "muon")
+from .config import ADAPTIVE_OPTIMIZERS as ADAPTIVE
+from .stats import noise_floor, spread
 
 
 @dataclass
@@ -117,7 +115,7 @@ def correct_matrix(runs: pd.DataFrame) -> np.ndarray | None:
     """Per-image correctness of each run's selected predictor as a (seeds, sigma_w, test
     images) boolean array, from a group with one run per (seed, sigma_w); None when a run has
     none (runs from before the selected predictor was kept) or is missing."""
-    from .train import unpack_correct
+    from .store import unpack_correct
     runs = with_selected_accuracy(runs) if "test_images" not in runs else runs
     acc = runs.pivot_table(index="seed", columns="sigma_w", values="test_acc_at_best_val", dropna=False)
     if not ("selected_test_correct" in runs and runs["selected_test_correct"].notna().all()
@@ -145,7 +143,7 @@ def difference_table(summaries: pd.DataFrame, by: str, reference: str) -> pd.Dat
     """For each group of ``by`` other than ``reference``: spread(reference) - spread(group)
     with its 95% interval (initlib.stats.difference_interval: test images paired, seeds of each
     group resampled on their own), in pp. nan where a group lacks per-image correctness."""
-    from .stats import difference_interval, spread
+    from .stats import difference_interval
     summaries = with_selected_accuracy(summaries)
     groups = {k: g for k, g in summaries.groupby(by)}
     ref = correct_matrix(groups[reference]) if reference in groups else None
@@ -334,7 +332,7 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     Undecided if the runs of that cell do not all interpolate (a spread also vanishes when
     nothing trains: that is not forgetting). Does not hold if the interval does not lie above
     0 or that spread is above its floor."""
-    from .stats import difference_interval, spread
+    from .stats import difference_interval
     lo = table[(table["lr"] == table["lr"].min()) & (table["l2"] == 0)]
     hi = table[(table["lr"] == table["lr"].max()) & (table["l2"] == table["l2"].max())]
     if lo.empty or hi.empty or table["l2"].max() == 0:

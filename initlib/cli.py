@@ -53,7 +53,7 @@ def build_parser():
     p.add_argument("--workers", type=int, default=1, help="concurrent worker processes (CPU)")
     p.add_argument("--runs-per-gpu", type=int, default=None, help="concurrent runs on each visible GPU")
     p.add_argument("--fuse", default="auto",
-                   help="train up to G fusable runs as one fused model (initlib.fused_train): "
+                   help="train up to G fusable runs as one fused model (initlib.train.train_group): "
                         "an integer, or auto = %d on CUDA, 1 (off) on CPU" % FUSE_DEFAULT_CUDA)
     p.add_argument("--executor", default="local", choices=["local", "slurm", "submitit-local", "debug"])
     p.add_argument("--runs-per-task", type=int, default=1, help="runs per Slurm array task")

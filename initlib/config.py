@@ -20,6 +20,14 @@ from .data import CIFAR10_FINGERPRINT
 
 ARCHS = ("resnet9", "resnet20", "resnet56", "resnet110")
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "muon")
+# The optimizer families, stated once. Adaptive: run on the paper's T_adapt = sum eta.
+ADAPTIVE_OPTIMIZERS = ("adam", "adamw", "muon")
+# Those that take decoupled weight_decay (w <- w (1 - lr wd)); every optimizer takes coupled l2.
+DECOUPLED_DECAY_OPTIMIZERS = ("adamw", "muon")
+# Muon's AdamW (stem, head, BatchNorm, biases) runs at this fraction of Muon's lr unless aux_lr is
+# given: the reference pairs Muon lr 0.02 with AdamW lr 3e-4.
+MUON_AUX_LR_RATIO = 0.015
+BN_STATS = ("running", "precise")
 SCHEDULES = ("constant", "cosine", "step")
 PRECISIONS = ("fp32", "bf16", "fp64")
 
@@ -64,6 +72,12 @@ RUN_DEFAULTS: dict[str, Any] = {
     # run
     "seed": 0,               # initialization and data order together
     "precision": "fp32",
+    # BatchNorm statistics of every eval-mode number (per-epoch train/val/test, the selected
+    # predictor): 'precise' recomputes them for the weights being evaluated from 2,000 fixed
+    # training images before each evaluation (initlib.bn_stats); 'running' uses the running
+    # averages training left, which lag fast-turning weights. Default 'precise', decided by the
+    # pilot in bench/bn_stats_pilot.md (issue 19).
+    "bn_stats": "precise",
     # the content fingerprint of the CIFAR-10 files (initlib.data.fingerprint); set by the
     # sweep from the data it finds, never in a params file. Default: the full CIFAR-10.
     "data": CIFAR10_FINGERPRINT,
@@ -137,6 +151,8 @@ def validate(cfg: Mapping[str, Any], source: str | None = None) -> None:
            f"unknown schedule {c['schedule']!r} (one of {SCHEDULES})")
     _check(c["precision"] in PRECISIONS, s, "precision",
            f"unknown precision {c['precision']!r} (one of {PRECISIONS})")
+    _check(c["bn_stats"] in BN_STATS, s, "bn_stats",
+           f"unknown BatchNorm statistics {c['bn_stats']!r} (one of {BN_STATS})")
     h = _number_hint
     for k in ("sigma_w", "width", "lr", "logit_scale"):
         _check(_is_num(c[k]) and c[k] > 0, s, k, f"must be a positive number, got {c[k]!r}{h(c[k])}")
@@ -176,10 +192,21 @@ def validate(cfg: Mapping[str, Any], source: str | None = None) -> None:
     _check(isinstance(c["device"], str) and (c["device"] in ("auto", "cpu", "cuda")
            or c["device"].startswith("cuda:")), s, "device",
            f"must be auto, cpu, cuda or cuda:N, got {c['device']!r}")
-    _check(c["weight_decay"] == 0 or c["optimizer"] in ("adamw", "muon"), s, "weight_decay",
-           "decoupled weight_decay applies to adamw and muon only; use l2 for explicit L2")
+    _check(c["weight_decay"] == 0 or c["optimizer"] in DECOUPLED_DECAY_OPTIMIZERS, s, "weight_decay",
+           f"decoupled weight_decay applies to {' and '.join(DECOUPLED_DECAY_OPTIMIZERS)} only; "
+           f"use l2 for explicit L2")
     _check(c["warmup_epochs"] < c["epochs"], s, "warmup_epochs",
            f"must be smaller than epochs ({c['epochs']}), got {c['warmup_epochs']!r}")
+
+
+def aux_lr(cfg: Mapping[str, Any]) -> float:
+    """Muon's AdamW lr: ``aux_lr`` if given, else MUON_AUX_LR_RATIO x Muon's lr."""
+    return cfg["aux_lr"] if cfg.get("aux_lr") is not None else cfg["lr"] * MUON_AUX_LR_RATIO
+
+
+def decoupled_decay(cfg: Mapping[str, Any]) -> float:
+    """The decoupled decay the run's optimizer applies (0 for those that take none)."""
+    return cfg["weight_decay"] if cfg["optimizer"] in DECOUPLED_DECAY_OPTIMIZERS else 0.0
 
 
 def _canon(v):

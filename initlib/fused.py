@@ -8,20 +8,27 @@ the sum of the per-run losses, so each run's gradient is exactly its own. Every 
 carries the run on its first axis, so the optimizers below take per-run hyperparameters as
 tensors and Muon's Newton-Schulz iteration batches over runs.
 
-This module is the model and the update; that G fused runs equal the same G runs trained alone
-is tests/test_fused.py. The training loop of a group (data order, metrics, store, resume) is
-initlib.fused_train; ``sweep --fuse G`` uses it.
+A single run is a group of one (grouped convolutions with one group are plain convolutions): the
+one training loop, initlib.train, trains any G. This module is what is specific to fusing: the
+fused model's construction, the slicing of a group's state into its runs' and back, and which
+runs may be fused (``group_key``, ``plan_groups``; ``sweep --fuse G`` uses them). That G fused
+runs equal the same G runs trained alone is tests/test_fused.py (the update) and
+tests/test_fused_train.py (the whole run).
 """
 from __future__ import annotations
 
-import math
+import json
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .config import identity
 from .models import ShortcutA
-from .optim import newton_schulz5
+
+# Runs may be fused when they differ only in these: the same architecture, width, optimizer,
+# batch size, horizon, schedule, BatchNorm statistics and data.
+FUSABLE_KEYS = ("sigma_w", "seed", "lr", "l2", "weight_decay", "aux_lr")
 
 
 class FusedConv2d(nn.Module):
@@ -128,6 +135,8 @@ def _shallow_copy(m: nn.Module) -> nn.Module:
 
 def fused_input(xs: list[torch.Tensor]) -> torch.Tensor:
     """Per-run batches (each N x C x H x W, same N) as one run-major N x (G C) x H x W batch."""
+    if len(xs) == 1:
+        return xs[0]
     x = torch.stack(xs, dim=1)
     return x.reshape(x.shape[0], -1, *x.shape[3:])
 
@@ -140,86 +149,63 @@ def fused_loss(logits: torch.Tensor, ys: torch.Tensor, reduction: str = "sum") -
     return per.sum() if reduction == "sum" else per
 
 
-# ---------------------------------------------------------------- per-run updates
-def _per_run(v, p: torch.Tensor) -> torch.Tensor:
-    """A per-run hyperparameter (G,) shaped to broadcast against a parameter (G, ...)."""
-    return torch.as_tensor(v, dtype=p.dtype, device=p.device).reshape(-1, *([1] * (p.ndim - 1)))
+# ---------------------------------------------------------------- which runs fuse
+def group_key(cfg: dict) -> str:
+    """What runs fused together must share: their identity without ``FUSABLE_KEYS``."""
+    ident = {k: v for k, v in identity(cfg).items() if k not in FUSABLE_KEYS}
+    return json.dumps(ident, sort_keys=True)
 
 
-class FusedOptimizer:
-    """One optimizer for G fused runs, each with its own lr, L2 (coupled), decoupled decay
-    and (Muon) role routing; the rules are those of initlib.optim (torch's SGD, Adam and AdamW
-    semantics, reference Muon). ``lrs``, ``l2s``, ``wds``: length-G sequences."""
+def plan_groups(configs: list[dict], size: int, epoch_of=lambda cfg: None) -> list[list[dict]]:
+    """Split ``configs`` into groups of at most ``size`` runs that can be fused (same
+    ``group_key`` and the same checkpoint epoch), in the order the configs come."""
+    by: dict[tuple, list[dict]] = {}
+    for cfg in configs:
+        by.setdefault((group_key(cfg), epoch_of(cfg)), []).append(cfg)
+    return [g[i:i + size] for g in by.values() for i in range(0, len(g), size)]
 
-    def __init__(self, name: str, model: nn.Module, lrs, l2s=None, wds=None, *, momentum=0.9,
-                 muon_momentum=0.95, betas=(0.9, 0.999), eps=1e-8, aux_lrs=None):
-        self.name, self.model = name, model
-        g = model.runs
-        self.lrs = torch.as_tensor(lrs, dtype=torch.float64)
-        self.l2s = torch.as_tensor(l2s if l2s is not None else [0.0] * g, dtype=torch.float64)
-        self.wds = torch.as_tensor(wds if wds is not None else [0.0] * g, dtype=torch.float64)
-        self.aux_lrs = torch.as_tensor(aux_lrs if aux_lrs is not None else self.lrs * 0.015)
-        self.momentum, self.muon_momentum, self.betas, self.eps = momentum, muon_momentum, betas, eps
-        self.state: dict[int, dict] = {}
-        self.factor = 1.0
-        if name == "muon":
-            convs = [m for m in model.modules() if isinstance(m, FusedConv2d)]
-            lins = [m for m in model.modules() if isinstance(m, FusedLinear)]
-            excluded = {id(convs[0].weight), id(lins[-1].weight)}  # stem and head: AdamW
-            self.hidden = {id(p) for p in model.parameters() if p.ndim >= 3 and id(p) not in excluded}
-        else:
-            self.hidden = set()
 
-    def zero_grad(self):
-        for p in self.model.parameters():
-            p.grad = None
+# ---------------------------------------------------------------- a group's parts per run
+def unfused_state(fused_state: dict, g: int, plain_state: dict) -> dict:
+    """Run ``g``'s plain state dict from the fused one: every tensor carries the run on its
+    first axis (weights (G, ...); BatchNorm buffers (G * C,)); scalars are shared."""
+    out = {}
+    for k, ref in plain_state.items():
+        v = fused_state[k]
+        out[k] = v.clone() if v.ndim == 0 else v.reshape(-1, *ref.shape)[g].reshape(ref.shape).clone()
+    return out
 
-    @torch.no_grad()
-    def step(self):
-        for p in self.model.parameters():
-            if p.grad is None:
-                continue
-            grad = p.grad + _per_run(self.l2s, p) * p  # explicit L2, coupled, per run
-            st = self.state.setdefault(id(p), {})
-            if id(p) in self.hidden:
-                self._muon(p, grad, st)
-            elif self.name in ("adam", "adamw", "muon"):
-                lr = self.aux_lrs if self.name == "muon" else self.lrs
-                self._adam(p, grad, st, lr, decoupled=self.name in ("adamw", "muon"))
-            else:
-                self._sgd(p, grad, st)
 
-    def _sgd(self, p, grad, st):
-        lr = _per_run(self.lrs * self.factor, p)
-        if self.name == "momentum":
-            if "buf" not in st:
-                st["buf"] = grad.clone()
-            else:
-                st["buf"].mul_(self.momentum).add_(grad)
-            grad = st["buf"]
-        p.sub_(lr * grad)
+def fused_state_from(states: list[dict], fused_state: dict) -> dict:
+    """The fused state dict from each run's plain one (the inverse of unfused_state)."""
+    out = {}
+    for k, ref in fused_state.items():
+        vs = [s[k] for s in states]
+        out[k] = vs[0].clone() if ref.ndim == 0 else torch.stack(vs).reshape(ref.shape)
+    return out
 
-    def _adam(self, p, grad, st, lrs, decoupled: bool):
-        b1, b2 = self.betas
-        lr = _per_run(lrs * self.factor, p)
-        if decoupled:
-            p.mul_(1 - lr * _per_run(self.wds, p))
-        if not st:
-            st.update(step=0, m=torch.zeros_like(p), v=torch.zeros_like(p))
-        st["step"] += 1
-        st["m"].lerp_(grad, 1 - b1)
-        st["v"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        c1, c2 = 1 - b1 ** st["step"], 1 - b2 ** st["step"]
-        denom = (st["v"].sqrt() / math.sqrt(c2)).add_(self.eps)
-        p.sub_(lr / c1 * st["m"] / denom)
 
-    def _muon(self, p, grad, st):
-        beta = self.muon_momentum
-        lr = _per_run(self.lrs * self.factor, p)
-        if "buf" not in st:
-            st["buf"] = torch.zeros_like(p)
-        st["buf"].lerp_(grad, 1 - beta)
-        g = grad.lerp(st["buf"], beta)
-        g2 = g.reshape(g.shape[0], g.shape[1], -1)
-        u = newton_schulz5(g2) * math.sqrt(max(1.0, g2.size(1) / g2.size(2)))
-        p.mul_(1 - lr * _per_run(self.wds, p)).sub_(lr * u.view_as(p))
+def kernel_modules(model: nn.Module) -> dict[str, nn.Module]:
+    """The fused conv and linear layers, by the plain model's layer names."""
+    return {name: m for name, m in model.named_modules() if isinstance(m, (FusedConv2d, FusedLinear))}
+
+
+@torch.no_grad()
+def run_kernel_norms(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Per run (G,), the Frobenius norm of each kernel, by the plain model's layer names."""
+    return {name: m.weight.detach().reshape(model.runs, -1).norm(dim=1)
+            for name, m in kernel_modules(model).items()}
+
+
+def param_roles(model: nn.Module, optimizer: str) -> dict[str, list]:
+    """Parameters by role for initlib.optim.RunsOptimizer. Muon: the hidden conv/linear
+    kernels (not the stem, not the head) to Muon, the rest (stem, head, BatchNorm, biases) to
+    AdamW; every other optimizer: all parameters alike."""
+    params = list(model.parameters())
+    if optimizer != "muon":
+        return {"main": params}
+    layers = list(kernel_modules(model).values())
+    excluded = {id(layers[0].weight), id(layers[-1].weight)}  # stem and head
+    hidden = [p for p in params if p.ndim >= 3 and id(p) not in excluded]
+    ids = {id(p) for p in hidden}
+    return {"muon": hidden, "adam": [p for p in params if id(p) not in ids]}

@@ -59,12 +59,28 @@ def repair_gap(epochs: pd.DataFrame, threshold: float = INTERP_THRESHOLD) -> flo
     return float(final - epochs.loc[epochs["epoch"] == t, "val_acc"].iloc[0])
 
 
-def spread(values) -> float:
-    """Test-accuracy spread: "max minus min over the sigma_w grid of the test accuracy at the
-    checkpoint with the best validation loss". NaN entries (diverged runs) are ignored."""
-    v = np.asarray(list(values), dtype=np.float64)
-    v = v[np.isfinite(v)]
-    return float(v.max() - v.min()) if len(v) else math.nan
+def share_interpolating_after_tau(epochs: pd.DataFrame, threshold: float = 0.99) -> float:
+    """The fraction of the epochs after tau_interp whose (eval-mode) train accuracy is at least
+    ``threshold``: whether a run that once interpolated stays there. NaN without tau or
+    without epochs after it."""
+    t = tau_interp(epochs)
+    after = _trained(epochs)
+    after = after[after["epoch"] > t] if t is not None else after.iloc[:0]
+    return float((after["train_acc"] >= threshold).mean()) if len(after) else math.nan
+
+
+def at_selection(epochs: pd.DataFrame) -> dict:
+    """Where the selected predictor lies: its epoch's train accuracy and clocks, whether it
+    interpolates (train acc >= 99.5%) and whether its epoch is at or past tau_interp."""
+    best, t = best_val_epoch(epochs), tau_interp(epochs)
+    if best is None:
+        return {"train_acc_at_best_val": None, "best_val_interpolates": None, "best_val_past_tau": None,
+                **{f"{c}_at_best_val": None for c in ("T_SGD", "T_L2", "T_adapt")}}
+    row = epochs[epochs["epoch"] == best].iloc[0]
+    return {"train_acc_at_best_val": float(row["train_acc"]),
+            "best_val_interpolates": bool(row["train_acc"] >= INTERP_THRESHOLD),
+            "best_val_past_tau": t is not None and best >= t,
+            **{f"{c}_at_best_val": float(row[c]) for c in ("T_SGD", "T_L2", "T_adapt")}}
 
 
 def summarize(epochs: pd.DataFrame, status: str) -> dict:
@@ -98,4 +114,6 @@ def summarize(epochs: pd.DataFrame, status: str) -> dict:
         "T_SGD": f(last["T_SGD"]),
         "T_L2": f(last["T_L2"]),
         "T_adapt": f(last["T_adapt"]),
+        **at_selection(epochs),
+        "share_after_tau_at_99": f(share_interpolating_after_tau(epochs)),
     }

@@ -1,9 +1,17 @@
-"""Optimizers (SGD, momentum, Adam, AdamW, Muon), explicit L2, and learning-rate schedules.
+"""The optimizers (SGD, momentum, Adam, AdamW, Muon) for G runs side by side, explicit L2, and
+learning-rate schedules.
+
+One implementation, :class:`RunsOptimizer`, a ``torch.optim.Optimizer`` (so ``state_dict``
+works) whose every parameter carries the run on its first axis (initlib.fused: a single run is a
+group of one) and whose learning rates and decays are per-run tensors (as HFTA's fused
+optimizers). The updates follow torch's SGD, Adam and AdamW and the reference Muon; that G
+fused runs equal the same runs under torch's own optimizers is tests/test_fused.py.
 
 Explicit L2 (``l2``, the paper's "explicit L2 weight decay", lambda in ``T_L2``) is a
-*coupled* penalty: ``lambda * w`` is added to every parameter's gradient before the
-optimizer sees it, for every optimizer alike (:func:`add_l2_`, called in the training step). AdamW's and Muon's *decoupled* decay is the
-separate ``weight_decay`` hyperparameter.
+*coupled* penalty: ``lambda * w`` is added to every parameter's gradient before the optimizer
+sees it, for every optimizer alike. It is not in here: the training step adds it
+(:func:`add_l2_`), where it can be seen. AdamW's and Muon's *decoupled* decay is the separate
+``weight_decay`` (which optimizers take it: initlib.config).
 
 Muon follows the reference algorithm (K. Jordan, github.com/KellerJordan/Muon): momentum
 0.95 with Nesterov, the update orthogonalized by 5 quintic Newton-Schulz steps with
@@ -17,17 +25,15 @@ import math
 
 import numpy as np
 import torch
-from torch import nn
-
-from .models import head_and_stem
 
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
 
+# ---------------------------------------------------------------- pure update rules
 def newton_schulz5(G: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
     """Approximate the orthogonal polar factor U V^T of a matrix G = U S V^T by the
     quintic Newton-Schulz iteration X <- aX + (bA + cA^2)X, A = X X^T, from X = G/||G||_F.
-    G is one matrix (m, n) or a batch of them (R, m, n): fused runs (initlib.fused)."""
+    G is one matrix (m, n) or a batch of them (R, m, n): one per run."""
     assert G.ndim in (2, 3)
     a, b, c = NS_COEFFS
     X = G.bfloat16() if G.is_cuda else G.to(torch.promote_types(G.dtype, torch.float32))
@@ -43,119 +49,116 @@ def newton_schulz5(G: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.
     return X.to(G.dtype)
 
 
-def muon_update(grad: torch.Tensor, buf: torch.Tensor, beta: float = 0.95,
-                nesterov: bool = True, ns_steps: int = 5) -> torch.Tensor:
-    """One Muon direction for a kernel of any shape (2-D, or 4-D conv flattened to 2-D).
-    Updates the momentum buffer ``buf`` in place."""
+def muon_update(grad: torch.Tensor, buf: torch.Tensor, beta: float = 0.95, runs: int | None = None) -> torch.Tensor:
+    """One Muon direction (Nesterov momentum, then orthogonalized). ``grad`` is one kernel
+    (out, ...) or, with ``runs`` = G, G kernels stacked (G, out, ...), each orthogonalized on
+    its own. Updates the momentum buffer ``buf`` in place."""
     buf.lerp_(grad, 1 - beta)
-    g = grad.lerp(buf, beta) if nesterov else buf
-    g2 = g.reshape(len(g), -1)
-    u = newton_schulz5(g2, ns_steps)
-    u = u * math.sqrt(max(1.0, g2.size(0) / g2.size(1)))
+    g = grad.lerp(buf, beta)
+    g2 = g.reshape(len(g), -1) if runs is None else g.reshape(runs, g.shape[1], -1)
+    u = newton_schulz5(g2) * math.sqrt(max(1.0, g2.size(-2) / g2.size(-1)))
     return u.view_as(grad)
 
 
-class Muon(torch.optim.Optimizer):
-    """Muon for groups with ``use_muon=True``, AdamW for the others (like the reference
-    ``MuonWithAuxAdam``). Decoupled ``weight_decay`` multiplies weights by (1 - lr*wd)."""
+def adam_direction(grad, state: dict, betas, eps) -> torch.Tensor:
+    """Adam's bias-corrected m / (sqrt(v) + eps), torch's formula; updates ``state``."""
+    b1, b2 = betas
+    if not state:
+        state.update(step=0, exp_avg=torch.zeros_like(grad), exp_avg_sq=torch.zeros_like(grad))
+    state["step"] += 1
+    state["exp_avg"].lerp_(grad, 1 - b1)
+    state["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
+    c1, c2 = 1 - b1 ** state["step"], 1 - b2 ** state["step"]
+    return state["exp_avg"] / c1 / (state["exp_avg_sq"].sqrt() / math.sqrt(c2)).add_(eps)
 
-    def __init__(self, param_groups):
-        for g in param_groups:
-            if g["use_muon"]:
-                g.setdefault("momentum", 0.95)
-                g.setdefault("weight_decay", 0.0)
-            else:
-                g.setdefault("betas", (0.9, 0.999))
-                g.setdefault("eps", 1e-8)
-                g.setdefault("weight_decay", 0.0)
-        super().__init__(param_groups, {})
+
+def per_run(v: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """A per-run hyperparameter (G,) shaped to broadcast against a parameter (G, ...)."""
+    return v.to(dtype=p.dtype, device=p.device).reshape(-1, *([1] * (p.ndim - 1)))
+
+
+@torch.no_grad()
+def add_l2_(params, l2s: torch.Tensor) -> None:
+    """Explicit (coupled) L2, the paper's lambda, per run: add ``l2[g] * w`` to run g's
+    gradient in place, i.e. the gradient of (l2/2) ||w||^2, before the optimizer steps. For
+    every optimizer alike (for Adam it is then rescaled by the preconditioner, unlike AdamW's
+    decay)."""
+    if not bool((l2s != 0).any()):
+        return
+    for p in params:
+        if p.grad is not None:
+            p.grad.add_(per_run(l2s, p) * p)
+
+
+# ---------------------------------------------------------------- the optimizer
+class RunsOptimizer(torch.optim.Optimizer):
+    """SGD, momentum (heavy ball), Adam, AdamW or Muon (+ AdamW for the rest) for G runs.
+
+    ``params_by_role``: {"muon": [...], "adam": [...]} for Muon, {"main": [...]} otherwise;
+    parameters carry the run on their first axis. ``lrs``, ``wds`` and ``aux_lrs`` are length-G
+    sequences (the per-run base lr, decoupled decay and Muon's AdamW lr); :meth:`set_lr_factor`
+    scales every base lr by the schedule's factor of the step."""
+
+    def __init__(self, family: str, params_by_role: dict, runs: int, lrs, wds=None, aux_lrs=None, *,
+                 momentum=0.9, muon_momentum=0.95, betas=(0.9, 0.999), eps=1e-8):
+        as_t = lambda v: torch.as_tensor(np.asarray(v, dtype=np.float64))  # noqa: E731
+        zeros = [0.0] * runs
+        groups = []
+        for role, params in params_by_role.items():
+            base = aux_lrs if role == "adam" and family == "muon" else lrs
+            groups.append(dict(params=list(params), role=role, base_lr=as_t(base), factor=1.0,
+                               weight_decay=as_t(wds if wds is not None else zeros)))
+        super().__init__(groups, dict(family=family, runs=runs, momentum=momentum,
+                                      muon_momentum=muon_momentum, betas=betas, eps=eps))
+
+    def set_lr_factor(self, factor: float) -> None:
+        for g in self.param_groups:
+            g["factor"] = float(factor)  # a numpy scalar would end up in checkpoints
 
     @torch.no_grad()
     def step(self, closure=None):
         for group in self.param_groups:
-            lr, wd = group["lr"], group["weight_decay"]
+            lr_all = group["base_lr"] * group["factor"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                state = self.state[p]
-                if group["use_muon"]:
-                    if not state:
-                        state["momentum_buffer"] = torch.zeros_like(p)
-                    u = muon_update(p.grad, state["momentum_buffer"], group["momentum"])
-                    p.mul_(1 - lr * wd).add_(u, alpha=-lr)
+                lr, wd, state = per_run(lr_all, p), per_run(group["weight_decay"], p), self.state[p]
+                self._update(group, p, p.grad, state, lr, wd)
+
+    def _update(self, group, p, grad, state, lr, wd):
+        family = group["family"]
+        if group["role"] == "muon":
+            if not state:
+                state["momentum_buffer"] = torch.zeros_like(p)
+            u = muon_update(grad, state["momentum_buffer"], group["muon_momentum"], runs=group["runs"])
+            p.mul_(1 - lr * wd).sub_(lr * u)
+        elif family in ("adam", "adamw", "muon"):
+            if family != "adam":  # decoupled decay (zero where not asked for)
+                p.mul_(1 - lr * wd)
+            p.sub_(lr * adam_direction(grad, state, group["betas"], group["eps"]))
+        else:
+            if family == "momentum":
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = grad.clone()
                 else:
-                    if not state:
-                        state["step"] = 0
-                        state["exp_avg"] = torch.zeros_like(p)
-                        state["exp_avg_sq"] = torch.zeros_like(p)
-                    state["step"] += 1
-                    b1, b2 = group["betas"]
-                    state["exp_avg"].lerp_(p.grad, 1 - b1)
-                    state["exp_avg_sq"].lerp_(p.grad.square(), 1 - b2)
-                    m_hat = state["exp_avg"] / (1 - b1 ** state["step"])
-                    v_hat = state["exp_avg_sq"] / (1 - b2 ** state["step"])
-                    p.mul_(1 - lr * wd).addcdiv_(m_hat, v_hat.sqrt_().add_(group["eps"]), value=-lr)
+                    state["momentum_buffer"].mul_(group["momentum"]).add_(grad)
+                grad = state["momentum_buffer"]
+            p.sub_(lr * grad)
 
+    def run_state(self, g: int) -> list[dict]:
+        """Run ``g``'s share of the state: per parameter (in order), its tensors' slice g."""
+        return [{k: (v[g].clone() if torch.is_tensor(v) and v.ndim else v)
+                 for k, v in self.state.get(p, {}).items()}
+                for group in self.param_groups for p in group["params"]]
 
-@torch.no_grad()
-def add_l2_(params, l2: float) -> None:
-    """Explicit (coupled) L2, the paper's lambda: add ``l2 * w`` to each gradient in place,
-    i.e. the gradient of (l2/2) * ||w||^2, before the optimizer steps. For every optimizer
-    alike (for Adam it is then rescaled by the preconditioner, unlike AdamW's decay)."""
-    params = [p for p in params if p.grad is not None]
-    if l2 and params:
-        torch._foreach_add_([p.grad for p in params], params, alpha=float(l2))
-
-
-def muon_param_groups(model: nn.Module, lr: float, aux_lr: float, momentum: float,
-                      betas, eps: float, weight_decay: float):
-    """Route parameters by role: hidden conv/linear kernels (ndim >= 2, not the stem or the
-    head) to Muon; the stem and head kernels, biases and BatchNorm parameters to AdamW."""
-    stem, head = head_and_stem(model)
-    excluded = {id(stem.weight), id(head.weight)}
-    hidden = [p for p in model.parameters() if p.ndim >= 2 and id(p) not in excluded]
-    hidden_ids = {id(p) for p in hidden}
-    rest = [p for p in model.parameters() if id(p) not in hidden_ids]
-    return [dict(params=hidden, lr=lr, base_lr=lr, use_muon=True, momentum=momentum,
-                 weight_decay=weight_decay),
-            dict(params=rest, lr=aux_lr, base_lr=aux_lr, use_muon=False, betas=betas, eps=eps,
-                 weight_decay=weight_decay)]
-
-
-def build_optimizer(name: str, model: nn.Module, *, lr: float, weight_decay: float = 0.0, momentum: float = 0.9,
-                    muon_momentum: float = 0.95, beta1: float = 0.9, beta2: float = 0.999,
-                    eps: float = 1e-8, aux_lr: float | None = None, **_ignored):
-    """The optimizer ``name`` over ``model``'s parameters. Explicit L2 is not here: it is
-    added to the gradients in the training step (:func:`add_l2_`), where it can be seen.
-    Which optimizers take decoupled ``weight_decay`` is checked once, in ``config.validate``.
-
-    Each param group carries ``base_lr``; the trainer sets ``lr = base_lr * factor_k`` at
-    step k from :func:`lr_factors`.
-    """
-    params = list(model.parameters())
-    betas = (beta1, beta2)
-    if name == "sgd":
-        inner = torch.optim.SGD(params, lr=lr, momentum=0.0)
-    elif name == "momentum":
-        inner = torch.optim.SGD(params, lr=lr, momentum=momentum)
-    elif name == "adam":
-        inner = torch.optim.Adam(params, lr=lr, betas=betas, eps=eps)
-    elif name == "adamw":
-        inner = torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
-    elif name == "muon":
-        aux = aux_lr if aux_lr is not None else lr * 0.015  # reference: 0.02 Muon, 3e-4 AdamW
-        inner = Muon(muon_param_groups(model, lr, aux, muon_momentum, betas, eps, weight_decay))
-    else:
-        raise ValueError(f"unknown optimizer {name!r}")
-    for g in inner.param_groups:
-        g.setdefault("base_lr", g["lr"])
-    return inner
-
-
-def set_lr_factor(optimizer, factor: float) -> None:
-    factor = float(factor)  # a numpy scalar would end up in checkpoints
-    for g in optimizer.param_groups:
-        g["lr"] = g["base_lr"] * factor
+    def load_run_states(self, per_run_states: list[list[dict]]) -> None:
+        """The inverse of :meth:`run_state` for every run at once (they stepped together)."""
+        params = [p for group in self.param_groups for p in group["params"]]
+        for i, p in enumerate(params):
+            parts = [s[i] for s in per_run_states]
+            if parts[0]:
+                self.state[p] = {k: (torch.stack([r[k] for r in parts]).to(p.device)
+                                     if torch.is_tensor(parts[0][k]) else parts[0][k]) for k in parts[0]}
 
 
 def lr_factors(schedule: str, total_steps: int, warmup_steps: int = 0,

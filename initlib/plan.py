@@ -87,46 +87,32 @@ def plan(sweeps: list[Sweep], *, gpu: str = "h200", images_per_s: float | None =
 
 def measure_images_per_s(arch: str, width: float, batch_size: int, device: str = "auto",
                          steps: int = 10, fuse: int = 1) -> float:
-    """Training images/s of one (arch, width, batch) on this machine, by timing real steps
-    of the real training step (initlib.train.train_epoch's body: loss, backward, L2, step).
-    With ``fuse`` = G > 1: the aggregate images/s of G runs fused into one model
-    (initlib.fused_train's step: G minibatches side by side, per-run SGD), i.e. the rate at
-    which a fused sweep gets through the grid's images."""
+    """Training images/s of one (arch, width, batch) on this machine: the aggregate rate of a
+    group of ``fuse`` runs (1: a single run), by timing the trainer's own epoch
+    (initlib.train.train_epoch: per-run data order, loss, backward, L2, step) on random images,
+    after one warm-up epoch."""
     import torch
-    import torch.nn.functional as F
-    from .fused import FusedOptimizer, fuse as fuse_models, fused_loss
-    from .models import build_model
-    from .optim import build_optimizer
-    from .train import pick_device
+    from .config import resolve
+    from .data import CIFAR10_MEAN, CIFAR10_STD, CIFAR10Data, Split
+    from .train import assemble_group, pick_device, train_epoch
     dev = pick_device(device)
-    if fuse > 1:
-        model = fuse_models([build_model(arch, width=width, seed=i) for i in range(fuse)]).to(dev)
-        opt = FusedOptimizer("sgd", model, [1e-3] * fuse)
-        x = torch.randn(batch_size, 3 * fuse, 32, 32, device=dev)
-        y = torch.randint(0, 10, (batch_size, fuse), device=dev)
-        loss_of = lambda: fused_loss(model(x), y)  # noqa: E731
-    else:
-        model = build_model(arch, width=width).to(dev).to(memory_format=torch.channels_last)
-        opt = build_optimizer("sgd", model, lr=1e-3)
-        x = torch.randn(batch_size, 3, 32, 32, device=dev).contiguous(memory_format=torch.channels_last)
-        y = torch.randint(0, 10, (batch_size,), device=dev)
-        loss_of = lambda: F.cross_entropy(model(x), y)  # noqa: E731
-
-    def step():
-        loss = loss_of()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    for _ in range(3):
-        step()
+    n = batch_size * steps
+    g = torch.Generator().manual_seed(0)
+    split = Split(torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g).to(dev),
+                  torch.randint(0, 10, (n,), generator=g).to(dev))
+    data = CIFAR10Data(split, split, split, torch.tensor(CIFAR10_MEAN, device=dev).view(1, 3, 1, 1),
+                       torch.tensor(CIFAR10_STD, device=dev).view(1, 3, 1, 1))
+    cfgs = [resolve(dict(arch=arch, width=width, batch_size=batch_size, n_train=10 * -(-n // 10),
+                         epochs=2, lr=1e-3, seed=i)) for i in range(fuse)]
+    grp = assemble_group(cfgs, data, dev)
+    train_epoch(grp, 1)
     if dev.type == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
+    train_epoch(grp, 2)
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    return fuse * steps * batch_size / (time.perf_counter() - t0)
+    return fuse * n / (time.perf_counter() - t0)
 
 
 def format_plan(df: pd.DataFrame) -> str:

@@ -27,6 +27,7 @@ Lustre with ``-o flock``).
 """
 from __future__ import annotations
 
+import base64
 import errno
 import fcntl
 import functools
@@ -42,6 +43,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 
@@ -131,30 +133,50 @@ def write_config(rdir: Path, cfg: dict) -> None:
         write_json(rdir / CONFIG, {"hash": rdir.name, "identity": identity(cfg), "config": cfg})
 
 
+def summary_digest(summary: dict) -> str:
+    """The sha256 of a summary's own numbers (its canonical JSON without ``checksums``)."""
+    body = {k: v for k, v in summary.items() if k != "checksums"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def write_summary(rdir: Path, summary: dict) -> None:
-    """The summary, with the checksums that make the run verifiable; written last."""
-    write_json(rdir / SUMMARY, {**summary, "checksums": {f: sha256_file(rdir / f) for f in CHECKSUMMED}})
+    """The summary, with the checksums that make the run verifiable (of config.json, of
+    metrics.csv, and of the summary's own numbers); written last."""
+    sums = {f: sha256_file(rdir / f) for f in CHECKSUMMED}
+    sums[SUMMARY] = summary_digest(summary)
+    write_json(rdir / SUMMARY, {**summary, "checksums": sums})
 
 
-def save_progress(rdir: Path, model, optimizer, rows: list[dict], status: str,
-                  keep_checkpoint: bool = False, extra_state: dict | None = None,
-                  selected: dict | None = None) -> dict:
-    """Write metrics, then either a checkpoint (running; with ``extra_state``) or the summary
-    (finished/diverged; with the ``selected`` predictor's scores). Returns the summary."""
+def save_progress(rdir: Path, checkpoint: dict | None, rows: list[dict], status: str,
+                  keep_checkpoint: bool = False, selected: dict | None = None) -> dict | None:
+    """Write metrics, then either the ``checkpoint`` (running, or kept) or the summary
+    (finished/diverged; with the ``selected`` predictor's scores). Returns the summary, once
+    written."""
     epochs = pd.DataFrame(rows)
     _atomic_write_bytes(rdir / METRICS, epochs.to_csv(index=False).encode())
-    if status == "running" or keep_checkpoint:
+    if checkpoint is not None and (status == "running" or keep_checkpoint):
         buf = io.BytesIO()
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                    "rows": rows, "status": status, **(extra_state or {})}, buf)
+        torch.save(checkpoint, buf)
         _atomic_write_bytes(rdir / CHECKPOINT, buf.getvalue())
+    if status == "running":
+        return None
     summary = {**summarize(epochs, status), **(selected or {})}
-    if status != "running":
-        write_summary(rdir, summary)
-        if not keep_checkpoint:
-            (rdir / CHECKPOINT).unlink(missing_ok=True)
-        (rdir / ERROR).unlink(missing_ok=True)
+    write_summary(rdir, summary)
+    if not keep_checkpoint:
+        (rdir / CHECKPOINT).unlink(missing_ok=True)
+    (rdir / ERROR).unlink(missing_ok=True)
     return summary
+
+
+def pack_correct(correct: np.ndarray) -> str:
+    """Per-image correctness (a boolean vector) as base64 of its packed bits, as the summary
+    stores it (10,000 test images: 1,668 characters)."""
+    return base64.b64encode(np.packbits(np.asarray(correct, dtype=bool)).tobytes()).decode()
+
+
+def unpack_correct(text: str, n: int) -> np.ndarray:
+    """The inverse of :func:`pack_correct` for ``n`` images."""
+    return np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8))[:n].astype(bool)
 
 
 # ---------------------------------------------------------------- provenance
@@ -208,6 +230,8 @@ def damage(rdir: Path) -> str | None:
         sums = summary["checksums"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"{rdir / SUMMARY}: unreadable or without checksums"
+    if sums.get(SUMMARY) != summary_digest(summary):
+        return f"{rdir / SUMMARY}: its numbers do not match its own checksum (changed by hand?)"
     for f in CHECKSUMMED:
         p = rdir / f
         if not p.is_file():
@@ -242,6 +266,24 @@ def load_checkpoint(rdir: Path | None):
     if rdir is None or not (rdir / CHECKPOINT).exists() or (rdir / SUMMARY).exists():
         return None
     return torch.load(rdir / CHECKPOINT, map_location="cpu", weights_only=True)
+
+
+def checkpoint_epoch(rdir: Path, fmt: str) -> int | None:
+    """The epoch of a run's checkpoint of format ``fmt`` (None: none, or another format). Read
+    once per version of the file (the sweep asks again on every pass over its pending runs)."""
+    try:
+        st = (rdir / CHECKPOINT).stat()
+    except FileNotFoundError:
+        return None
+    return _checkpoint_epoch(str(rdir), fmt, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checkpoint_epoch(rdir: str, fmt: str, mtime_ns: int, size: int) -> int | None:
+    ckpt = load_checkpoint(Path(rdir))
+    if ckpt is None or ckpt.get("format") != fmt:
+        return None
+    return len(ckpt["rows"]) - 1
 
 
 def leftovers(rdir: Path) -> list[Path]:

@@ -94,9 +94,9 @@ def _print_now(msg: str) -> None:
 
 
 def run_group(cfgs: list[dict], store_dir: Path, data_dir=None, log=print) -> dict[str, str]:
-    """Train the runs of ``cfgs`` (fusable: initlib.fused_train) that are neither done nor
+    """Train the runs of ``cfgs`` (fusable: initlib.fused.group_key) that are neither done nor
     claimed, as one fused model: per hash 'cached', 'trained' or 'busy'."""
-    from .fused_train import train_group
+    from .train import train_group
     out, locked = {}, []
     try:
         for cfg in cfgs:
@@ -124,7 +124,7 @@ def work_through(configs, store_dir: Path, data_dir=None, poll_s: float = 2.0, l
                  fuse: int = 1) -> list[str]:
     """Train every config not yet done, waiting on runs claimed by live workers, until all are
     done. With ``fuse`` > 1, runs that can be fused train in groups of up to ``fuse``
-    (initlib.fused_train; grouped by what they share and by their checkpoint's epoch). Returns
+    (initlib.train.train_group; grouped by what they share and by their checkpoint's epoch). Returns
     the hashes of runs that raised (their traceback is in error.txt)."""
     try:
         return _work_through(configs, store_dir, data_dir, poll_s, log, fuse)
@@ -133,7 +133,8 @@ def work_through(configs, store_dir: Path, data_dir=None, poll_s: float = 2.0, l
 
 
 def _work_through(configs, store_dir, data_dir, poll_s, log, fuse) -> list[str]:
-    from .fused_train import checkpoint_epoch, plan_groups
+    from .fused import plan_groups
+    from .train import checkpoint_epoch
     pending, failed = list(configs), []
     while pending:
         progressed, busy = False, []
@@ -184,7 +185,7 @@ def run_sweep(configs, store_dir=None, data_dir=None, *, workers: int = 1,
     ``configs`` are validated and bound to their data (``params.load_params`` and
     :func:`bind_to_data`). With ``train=False`` (or ``INITLIB_NO_TRAIN`` set) a missing run is
     an error instead. ``fuse`` > 1 trains fusable runs in groups of up to that many
-    (initlib.fused_train). Nothing is written before the store is known to be writable."""
+    (initlib.train.train_group). Nothing is written before the store is known to be writable."""
     from . import executors
     from .data import check_data_available
     store_dir = store.resolve_store(store_dir)

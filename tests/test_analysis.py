@@ -43,7 +43,7 @@ def test_spread_table_mean_and_range_over_seeds():
 def with_correct(summaries, n=1000, seed=0):
     """The summaries with a selected predictor scored on n images: each run right on a random
     set of round(acc * n) of them (independent across runs), as train.score_selected stores it."""
-    from initlib.train import pack_correct
+    from initlib.store import pack_correct
     rng = np.random.default_rng(seed)
     correct = [rng.permutation(n) < round(a * n) for a in summaries["test_acc_at_best_val"]]
     return summaries.assign(selected_test_n=n, selected_test_acc=[c.mean() for c in correct],
@@ -240,7 +240,7 @@ def test_spread_table_gives_the_noise_floor_and_an_interval_when_it_can():
 
 
 def test_spread_table_uses_the_full_test_set_and_its_interval():
-    from initlib.train import pack_correct
+    from initlib.store import pack_correct
     i = np.arange(1000)
     summaries = runs([({"optimizer": "sgd", "lr": 0.1}, 0.1, 0, 0.0), ({"optimizer": "sgd", "lr": 0.1}, 2.5, 0, 0.0)])
     summaries["selected_test_n"] = 1000

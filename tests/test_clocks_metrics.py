@@ -11,7 +11,8 @@ def forgetting_clocks(lrs, batch_size, l2):
     """The clocks at the end of training: one epoch of len(lrs) steps."""
     return {k: float(v[-1]) for k, v in cumulative_clocks(lrs, batch_size, l2, len(lrs)).items()}
 from initlib import metrics
-from initlib.metrics import best_val_epoch, repair_gap, spread, summarize, tau_interp
+from initlib.metrics import best_val_epoch, repair_gap, summarize, tau_interp
+from initlib.stats import spread
 
 
 def test_forgetting_clocks_hand_computed():
@@ -66,10 +67,15 @@ def test_tau_interp_and_repair_gap():
     assert tau_interp(e2) is None and math.isnan(repair_gap(e2))
 
 
-def test_spread_ignores_diverged_runs():
+def test_spread_is_never_taken_over_what_a_diverged_run_leaves():
+    import pandas as pd
+    from initlib.analysis import complete_spread
     assert spread([0.5, 0.7, 0.6]) == pytest.approx(0.2)
-    assert spread([0.5, float("nan"), 0.9]) == pytest.approx(0.4)
-    assert math.isnan(spread([float("nan")]))
+    assert spread([[0.5, 0.7], [0.6, 0.9]]) == pytest.approx(0.25)  # mean over seeds (rows)
+    runs = pd.DataFrame({"status": ["finished", "diverged", "finished"],
+                         "test_acc_at_best_val": [0.5, float("nan"), 0.9]})
+    assert math.isnan(complete_spread(runs, 3))
+    assert complete_spread(runs.assign(status="finished", test_acc_at_best_val=[0.5, 0.6, 0.9]), 3) == pytest.approx(0.4)
 
 
 def test_summary():
@@ -78,3 +84,17 @@ def test_summary():
     assert s["tau_interp"] == 3 and s["interpolated"]
     assert s["initial_weight_norm"] == 10.0 and s["final_weight_norm"] == 11.3
     assert s["T_SGD"] == 4 and s["epochs_trained"] == 4
+
+
+def test_where_the_selected_predictor_lies_hand_computed():
+    e = epochs_frame()  # best val epoch 2 (train acc 0.9, T_SGD 2), tau 3
+    s = metrics.at_selection(e)
+    assert s["train_acc_at_best_val"] == 0.9 and s["T_SGD_at_best_val"] == 2.0
+    assert s["best_val_interpolates"] is False and s["best_val_past_tau"] is False
+    later = e.assign(val_loss=[2.3, 1.2, 1.0, 0.95, 0.9])  # best at 4, past tau 3
+    s = metrics.at_selection(later)
+    assert s["best_val_past_tau"] is True and s["best_val_interpolates"] is True and s["T_adapt_at_best_val"] == 4.0
+    # after tau (epoch 3): epoch 4 only; 1.0 >= 0.99
+    assert metrics.share_interpolating_after_tau(e) == 1.0
+    assert metrics.share_interpolating_after_tau(e.assign(train_acc=[0.1, 0.6, 0.9, 0.995, 0.98])) == 0.0
+    assert math.isnan(metrics.share_interpolating_after_tau(e.assign(train_acc=[0.1] * 5)))

@@ -1,8 +1,10 @@
 """G runs fused into one model (initlib.fused) equal the same G runs trained alone: per-step
 losses, final weights and BatchNorm statistics, for every optimizer, with different sigma_w,
 seeds, learning rates, L2 and decay in one group, and with one run diverging while the others
-go on. In float64, so that the tolerance (relative 1e-9) is about the update, not rounding:
-grouped and plain convolutions round differently."""
+go on. The runs alone use torch's own SGD, Adam and AdamW and the reference Muon: the one
+optimizer implementation (initlib.optim.RunsOptimizer) is checked against them here. In
+float64, so that the tolerance (relative 1e-9) is about the update, not rounding: grouped and
+plain convolutions round differently."""
 import copy
 
 import numpy as np
@@ -10,10 +12,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from initlib.config import MUON_AUX_LR_RATIO
 from initlib.data import epoch_order, load_cifar10
-from initlib.fused import FusedOptimizer, fuse, fused_input, fused_loss
-from initlib.models import build_model
-from initlib.optim import add_l2_, build_optimizer
+from initlib.fused import fuse, fused_input, fused_loss, param_roles
+from initlib.models import build_model, head_and_stem
+from initlib.optim import RunsOptimizer, add_l2_, muon_update
 
 RTOL = 1e-9
 SIGMAS, SEEDS = (0.5, 1.0, 2.5), (0, 1, 2)
@@ -40,14 +43,52 @@ def batches(data, seed, steps, b=16):
     return out
 
 
+class ReferenceMuon:
+    """The reference Muon (github.com/KellerJordan/Muon) on one plain model: hidden kernels by
+    optim.muon_update, one at a time; the stem, head and the rest by torch's AdamW."""
+
+    def __init__(self, model, lr, wd):
+        stem, head = head_and_stem(model)
+        self.hidden = [p for p in model.parameters()
+                       if p.ndim >= 2 and p is not stem.weight and p is not head.weight]
+        ids = {id(p) for p in self.hidden}
+        self.bufs = [torch.zeros_like(p) for p in self.hidden]
+        self.lr, self.wd = lr, wd
+        self.aux = torch.optim.AdamW([p for p in model.parameters() if id(p) not in ids],
+                                     lr=lr * MUON_AUX_LR_RATIO, weight_decay=wd)
+
+    def zero_grad(self):
+        self.aux.zero_grad()
+        for p in self.hidden:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        for p, buf in zip(self.hidden, self.bufs):
+            p.mul_(1 - self.lr * self.wd).sub_(self.lr * muon_update(p.grad, buf, 0.95))
+        self.aux.step()
+
+
+def reference_optimizer(name, model, lr, wd):
+    """torch's own optimizers (and the reference Muon): what RunsOptimizer must equal."""
+    p = list(model.parameters())
+    return {"sgd": lambda: torch.optim.SGD(p, lr=lr),
+            "momentum": lambda: torch.optim.SGD(p, lr=lr, momentum=0.9),
+            "adam": lambda: torch.optim.Adam(p, lr=lr),
+            "adamw": lambda: torch.optim.AdamW(p, lr=lr, weight_decay=wd),
+            "muon": lambda: ReferenceMuon(model, lr, wd)}[name]()
+
+
 def alone(name, model, lr, l2, wd, steps):
-    opt = build_optimizer(name, model, lr=lr, weight_decay=wd if name in ("adamw", "muon") else 0.0)
+    opt = reference_optimizer(name, model, lr, wd)
     losses = []
     for x, y in steps:
         loss = F.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
-        add_l2_(model.parameters(), l2)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.grad.add_(l2 * p)  # explicit L2, written out
         opt.step()
         losses.append(loss.item())
     return losses
@@ -55,7 +96,10 @@ def alone(name, model, lr, l2, wd, steps):
 
 def together(name, models, lrs, l2s, wds, per_run_steps):
     fused = fuse(copy.deepcopy(models))
-    opt = FusedOptimizer(name, fused, lrs, l2s, wds if name in ("adamw", "muon") else None)
+    wds = wds if name in ("adamw", "muon") else None
+    opt = RunsOptimizer(name, param_roles(fused, name), len(models), lrs, wds,
+                        [lr * MUON_AUX_LR_RATIO for lr in lrs])
+    params = list(fused.parameters())
     losses = []
     for step in zip(*per_run_steps):
         x = fused_input([s[0] for s in step])
@@ -63,6 +107,7 @@ def together(name, models, lrs, l2s, wds, per_run_steps):
         per_run = fused_loss(fused(x), y, reduction="none")
         opt.zero_grad()
         per_run.sum().backward()
+        add_l2_(params, torch.tensor(l2s, dtype=torch.float64))
         opt.step()
         losses.append(per_run.detach().tolist())
     return fused, np.array(losses)

@@ -1,4 +1,4 @@
-"""Fused training (initlib.fused_train) gives each run the per-epoch metrics, clocks, norms,
+"""Fused training (initlib.train.train_group with G > 1) gives each run the per-epoch metrics, clocks, norms,
 selected predictor and store files it gets trained alone (train.train), within a float
 tolerance; a killed group resumes to the same numbers; a diverging run ends alone.
 
@@ -12,8 +12,8 @@ import pytest
 
 from initlib import store
 from initlib.config import run_hash
-from initlib.fused_train import checkpoint_epoch, group_key, plan_groups, train_group
-from initlib.train import train
+from initlib.fused import group_key, plan_groups
+from initlib.train import checkpoint_epoch, train, train_group
 
 RTOL = 1e-7
 BASE = dict(arch="resnet9", width=0.125, n_train=130, n_val=50, n_test=50, n_selected_test=200,
@@ -104,7 +104,7 @@ def test_groups_are_split_by_what_cannot_be_fused():
     groups = plan_groups(a + b + a[:1], 2)
     assert [len(g) for g in groups] == [2, 2, 2, 1]
     assert all(len({group_key(c) for c in g}) == 1 for g in groups)
-    with pytest.raises(ValueError, match="cannot be fused"):
+    with pytest.raises(ValueError, match="cannot be trained as one group"):
         train_group([a[0], b[0]])
 
 

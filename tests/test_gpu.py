@@ -43,7 +43,7 @@ def test_fused_group_on_cuda_tracks_its_runs_alone():
     """On the GPU in fp32: one epoch of a fused group against the same runs alone. Not equal
     to the last bit (grouped and plain convolutions differ; TF32 may be on), so compared as
     test_cuda_matches_cpu_closely compares devices."""
-    from initlib.fused_train import train_group
+    from initlib.train import train_group
     cfgs = [tiny(device="cuda", epochs=1, sigma_w=s, seed=i) for i, s in enumerate((0.5, 2.0))]
     for (fe, fs), cfg in zip(train_group(cfgs), cfgs):
         ae, as_ = train(cfg)

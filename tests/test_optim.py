@@ -5,9 +5,16 @@ import pytest
 import torch
 from torch import nn
 
+from initlib.fused import fuse, param_roles
 from initlib.models import build_model
-from initlib.optim import (add_l2_, build_optimizer, lr_factors, muon_update, newton_schulz5,
-                           set_lr_factor)
+from initlib.optim import RunsOptimizer, add_l2_, lr_factors, muon_update, newton_schulz5
+
+
+def optimizer_of_one(name, model, lr, wd=0.0, aux_lr=None):
+    """A single run: the model fused as a group of one, and its RunsOptimizer."""
+    fused = fuse([model])
+    return fused, RunsOptimizer(name, param_roles(fused, name), 1, [lr], [wd],
+                                [aux_lr if aux_lr is not None else lr * 0.015])
 
 
 def polar(G):
@@ -43,20 +50,20 @@ def test_muon_update_on_4d_conv_kernel():
 
 def test_muon_routes_parameters_by_role_and_trains_4d_kernels():
     model = build_model("resnet9", width=0.125, sigma_w=1.0)
-    opt = build_optimizer("muon", model, lr=0.02)
+    fused, opt = optimizer_of_one("muon", model, lr=0.02)
     muon_group, adam_group = opt.param_groups
-    assert muon_group["use_muon"] and not adam_group["use_muon"]
+    assert muon_group["role"] == "muon" and adam_group["role"] == "adam"
     muon_ids = {id(p) for p in muon_group["params"]}
-    assert id(model.prep[0].weight) not in muon_ids and id(model.fc.weight) not in muon_ids
-    assert all(p.ndim == 4 for p in muon_group["params"])
-    assert all(p.ndim == 1 or p is model.prep[0].weight or p is model.fc.weight
+    assert id(fused.prep[0].weight) not in muon_ids and id(fused.fc.weight) not in muon_ids
+    assert all(p.ndim == 5 for p in muon_group["params"])  # (run, out, in, kh, kw)
+    assert all(p.ndim == 2 or p is fused.prep[0].weight or p is fused.fc.weight
                for p in adam_group["params"])
-    assert adam_group["lr"] == pytest.approx(3e-4)  # reference aux AdamW lr for Muon lr 0.02
-    w0 = model.layer1[0][0].weight.detach().clone()
+    assert float(adam_group["base_lr"][0]) == pytest.approx(3e-4)  # reference aux AdamW lr for Muon lr 0.02
+    w0 = fused.layer1[0][0].weight.detach().clone()
     x, y = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,))
-    nn.functional.cross_entropy(model(x), y).backward()
+    nn.functional.cross_entropy(fused(x), y).backward()
     opt.step()
-    dw = model.layer1[0][0].weight.detach() - w0
+    dw = (fused.layer1[0][0].weight.detach() - w0)[0]
     # no renormalization: the step is lr * (orthogonalized direction), nothing else
     assert 0 < dw.norm() < 0.02 * math.sqrt(min(dw.shape[0], dw[0].numel())) * 1.3
     assert not torch.allclose(dw, torch.zeros_like(dw))
@@ -65,14 +72,13 @@ def test_muon_routes_parameters_by_role_and_trains_4d_kernels():
 @pytest.mark.parametrize("name", ["sgd", "momentum", "adam", "adamw", "muon"])
 def test_coupled_l2_is_added_to_the_gradient(name):
     """With a zero loss gradient, SGD's only update is the L2 term: w <- w - lr * l2 * w."""
-    lin = nn.Sequential(nn.Conv2d(2, 2, 1), nn.Linear(2, 2), nn.Linear(2, 2))
-    opt = build_optimizer(name, lin, lr=0.1)
-    before = [p.detach().clone() for p in lin.parameters()]
-    for p in lin.parameters():
+    fused, opt = optimizer_of_one(name, build_model("resnet9", width=0.125), lr=0.1)
+    before = [p.detach().clone() for p in fused.parameters()]
+    for p in fused.parameters():
         p.grad = torch.zeros_like(p)
-    add_l2_(lin.parameters(), 0.01)
+    add_l2_(fused.parameters(), torch.tensor([0.01], dtype=torch.float64))
     opt.step()
-    after = list(lin.parameters())
+    after = list(fused.parameters())
     if name in ("sgd", "momentum"):
         for b, a in zip(before, after):
             torch.testing.assert_close(a.detach(), b * (1 - 0.1 * 0.01))
@@ -101,6 +107,14 @@ def test_lr_factors_hand_computed():
 
 
 def test_set_lr_factor_scales_every_group_from_its_base():
-    opt = build_optimizer("muon", build_model("resnet9", width=0.125), lr=0.02, aux_lr=1e-3)
-    set_lr_factor(opt, 0.5)
-    assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.01, 5e-4])
+    """SGD with a unit gradient moves every weight by lr * factor, per run (two runs, two lrs)."""
+    fused = fuse([build_model("resnet9", width=0.125, seed=s) for s in (0, 1)])
+    opt = RunsOptimizer("sgd", param_roles(fused, "sgd"), 2, [0.02, 0.1])
+    w = fused.fc.weight
+    before = w.detach().clone()
+    for p in fused.parameters():
+        p.grad = torch.ones_like(p)
+    opt.set_lr_factor(0.5)
+    opt.step()
+    torch.testing.assert_close((before - w.detach())[0], torch.full_like(before[0], 0.01))
+    torch.testing.assert_close((before - w.detach())[1], torch.full_like(before[1], 0.05))

@@ -101,7 +101,7 @@ def test_selected_predictor_is_scored_on_every_test_image():
     images: on the per-epoch test subset they give exactly the per-epoch test accuracy of
     that epoch, so the kept weights are the selected ones."""
     from initlib.data import load_cifar10
-    from initlib.train import unpack_correct
+    from initlib.store import unpack_correct
     e, s = train(tiny(epochs=4, lr=0.3, n_selected_test=10000))
     assert s["selected_test_n"] == 10000
     correct = unpack_correct(s["selected_test_correct"], 10000)
