@@ -21,7 +21,6 @@ selected epoch of each arm and its predictor's accuracy on all 10,000 test image
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import os
@@ -54,56 +53,46 @@ ARMS = ("running", "precise")
 def run_pilot(name: str, overrides: dict, data_dir) -> None:
     from initlib.bn_stats import (PRECISE_BN_BATCH, bn_buffers, load_bn_buffers_, precise_bn_index,
                                   recompute_bn_stats_)
-    from initlib.clocks import cumulative_clocks
     from initlib.config import resolve
-    from initlib.models import build_model
-    from initlib.optim import build_optimizer, lr_factors
-    from initlib.train import correct_predictions, get_data, record_epoch, train_epoch
-    from contextlib import nullcontext
+    from initlib.fused import unfused_state
+    from initlib.train import assemble_group, get_data, record_epoch, score_on_test, train_epoch
 
-    cfg = resolve({**BASE, **overrides})
+    # bn_stats running: the trainer's own evaluation is arm (a); arm (b) is recomputed here
+    cfg = resolve({**BASE, **overrides, "bn_stats": "running"})
     device = torch.device("cpu")
     data = get_data(cfg, device, data_dir)
-    model = build_model(cfg["arch"], width=cfg["width"], sigma_w=cfg["sigma_w"], seed=cfg["seed"])
-    model = model.to(memory_format=torch.channels_last)
-    opt = build_optimizer(cfg["optimizer"], model, **cfg)
-    n, b = len(data.train), cfg["batch_size"]
-    spe = math.ceil(n / b)
-    factors = lr_factors("constant", spe * cfg["epochs"])
-    clocks = cumulative_clocks(cfg["lr"] * factors, b, 0.0, spe)
-    bn_idx = precise_bn_index(n)
+    grp = assemble_group([cfg], data, device)
+    bn_idx = precise_bn_index(len(data.train))
     batches = lambda: (data.normalize(data.train.x[bn_idx[i:i + PRECISE_BN_BATCH]])  # noqa: E731
                        for i in range(0, len(bn_idx), PRECISE_BN_BATCH))
     rows, best = [], {a: {"epoch": None, "val_loss": math.inf, "state": None} for a in ARMS}
     for epoch in range(0, cfg["epochs"] + 1):
         t0 = time.perf_counter()
-        running = torch.tensor(math.nan)
+        running = torch.full((1,), math.nan)
         if epoch:
-            running = train_epoch(model, opt, data, cfg, epoch, factors[(epoch - 1) * spe:epoch * spe],
-                                  nullcontext) / n
+            running = train_epoch(grp, epoch) / len(data.train)
         t1 = time.perf_counter()
-        ck = {k: float(v[epoch - 1]) if epoch else 0.0 for k, v in clocks.items()}
-        row = {"epoch": epoch, "train_s": t1 - t0}
-        rec = record_epoch(epoch, model, model, data, nullcontext, torch.float32, running, cfg["lr"], ck)
+        rec = record_epoch(grp, epoch, running)[0]
         t2 = time.perf_counter()
+        row = {"epoch": epoch, "train_s": t1 - t0, "eval_s": t2 - t1}
         row.update({k: v for k, v in rec.items() if not k.startswith("norm/")})
         for k in ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc"):
             row[f"running_{k}"] = row.pop(k)
-        row["eval_s"] = t2 - t1
-        saved = bn_buffers(model)
-        recompute_bn_stats_(model, batches())
+        keep = {"running": unfused_state(grp.model.state_dict(), 0, grp.plain_states[0])}
+        saved = bn_buffers(grp.model)
+        recompute_bn_stats_(grp.model, batches())
         t3 = time.perf_counter()
-        prec = record_epoch(epoch, model, model, data, nullcontext, torch.float32, running, cfg["lr"], ck)
+        prec = record_epoch(grp, epoch, running)[0]
         t4 = time.perf_counter()
+        keep["precise"] = unfused_state(grp.model.state_dict(), 0, grp.plain_states[0])
         for k in ("train_loss", "train_acc", "val_loss", "val_acc", "test_loss", "test_acc"):
             row[f"precise_{k}"] = prec[k]
         row["recompute_s"], row["precise_eval_s"] = t3 - t2, t4 - t3
         for arm in ARMS:  # the arm's selected predictor: its weights with its own statistics
             v = row[f"{arm}_val_loss"]
             if epoch and math.isfinite(v) and v < best[arm]["val_loss"]:
-                best[arm] = {"epoch": epoch, "val_loss": v,
-                             "state": {k: t.clone() for k, t in model.state_dict().items()}}
-        load_bn_buffers_(model, saved)
+                best[arm] = {"epoch": epoch, "val_loss": v, "state": keep[arm]}
+        load_bn_buffers_(grp.model, saved)
         rows.append(row)
         if epoch % 8 == 0 or epoch == cfg["epochs"]:
             pd.DataFrame(rows).to_csv(OUT / f"{name}.csv", index=False)
@@ -115,11 +104,9 @@ def run_pilot(name: str, overrides: dict, data_dir) -> None:
             break
     summary = {"name": name, "config": {k: cfg[k] for k in sorted({**BASE, **overrides})}}
     for arm in ARMS:
-        sel = copy.deepcopy(model)
-        sel.load_state_dict(best[arm]["state"])
-        correct = correct_predictions(sel, data.full_test, data, nullcontext).numpy()
+        sel = score_on_test(grp, 0, best[arm]["state"], "selected")
         summary[arm] = {"selected_epoch": best[arm]["epoch"], "selected_val_loss": best[arm]["val_loss"],
-                        "selected_test_acc": float(correct.mean()), "selected_test_n": int(len(correct))}
+                        "selected_test_acc": sel["selected_test_acc"], "selected_test_n": sel["selected_test_n"]}
     (OUT / f"{name}.json").write_text(json.dumps(summary, indent=1))
 
 

@@ -111,6 +111,77 @@ def with_selected_accuracy(summaries: pd.DataFrame) -> pd.DataFrame:
     return summaries.assign(test_images=summaries["n_test"])
 
 
+END_MEASURE = "end-of-training predictors"
+SELECTED_MEASURE = "selected predictors (best validation loss: the paper's measure)"
+
+
+def at_end_of_training(summaries: pd.DataFrame) -> pd.DataFrame:
+    """The same runs measured by their end-of-training predictors (the weights of the last
+    epoch) instead of the selected ones, in the columns the spread machinery reads: on every
+    test image with per-image correctness (``end_test_*``) when every run has it, else on the
+    per-epoch test images (``final_test_acc``; runs from before the end predictor was scored,
+    so no bootstrap interval). Clocks: those of the horizon."""
+    full = "end_test_acc" in summaries and summaries["end_test_acc"].notna().all()
+    if full:
+        return summaries.assign(selected_test_acc=summaries["end_test_acc"].astype(float),
+                                selected_test_n=summaries["end_test_n"],
+                                selected_test_correct=summaries["end_test_correct"],
+                                test_acc_at_best_val=summaries["end_test_acc"].astype(float))
+    out = summaries.assign(test_acc_at_best_val=summaries["final_test_acc"].astype(float))
+    return out.drop(columns=["selected_test_acc", "selected_test_n", "selected_test_correct"], errors="ignore")
+
+
+def selection_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Where the selected predictors lie, per group and sigma_w: the selected (best validation
+    loss) epoch of each seed, the train accuracy there (mean and lowest, %), tau_interp of each
+    seed, how many selected predictors interpolate (train acc >= 99.5% at their epoch) and are
+    at or past tau_interp, and T_SGD at the selected epoch beside T_SGD at the horizon."""
+    rows = []
+    for key, g in summaries.groupby(by + ["sigma_w"], dropna=False):
+        g = g.sort_values("seed")
+        ints = lambda col: "/".join("-" if v is None or not np.isfinite(v) else str(int(v))  # noqa: E731
+                                    for v in g[col].astype(float))
+        train_at = 100 * g["train_acc_at_best_val"].astype(float)
+        rows.append({**dict(zip(by + ["sigma_w"], key)), "selected_epochs": ints("best_val_epoch"),
+                     "train_acc_at_selected": train_at.mean(), "lowest": train_at.min(),
+                     "tau_interp": ints("tau_interp"),
+                     "interpolating": f"{int(g['best_val_interpolates'].astype(bool).sum())}/{len(g)}",
+                     "past_tau": f"{int(g['best_val_past_tau'].astype(bool).sum())}/{len(g)}",
+                     "T_SGD_at_selected": g["T_SGD_at_best_val"].astype(float).mean(),
+                     "T_SGD_at_horizon": g["T_SGD"].astype(float).mean()})
+    return pd.DataFrame(rows)
+
+
+def share_selected_interpolating(summaries: pd.DataFrame) -> tuple[int, int]:
+    """(selected predictors that interpolate, runs): train acc >= 99.5% at the selected epoch."""
+    ok = summaries["best_val_interpolates"].dropna().astype(bool)
+    return int(ok.sum()), int(len(summaries))
+
+
+def on_both_measures(selected: Verdict, end: Verdict) -> Verdict:
+    """Decided on both measures: the paper's (the predictors selected by validation loss) and
+    the end-of-training predictors (the weights of the last epoch, which interpolate where
+    the selected ones may not). Where both verdicts agree, that verdict; where they disagree,
+    undecided (the answer depends on which predictor is read). Where the end-of-training
+    measure has no interval (runs without per-image correctness), the paper's measure alone,
+    and the text says so."""
+    if end.holds is None and "per-image" in end.text:
+        out = Verdict(selected.holds, f"{selected.text}. Rests on the {SELECTED_MEASURE} alone: the "
+                                      f"{END_MEASURE} of these runs were not scored on every test image",
+                      selected.paper, measured=selected.measured)
+    else:
+        measured = selected.measured + [{**m, "what": f"end of training: {m['what']}"} for m in end.measured]
+        if selected.holds == end.holds:
+            out = Verdict(selected.holds, f"{selected.text}. The {END_MEASURE} agree: {end.text}",
+                          selected.paper, measured=measured)
+        else:
+            out = Verdict(None, f"the two measures disagree. {SELECTED_MEASURE}: {selected.word}, "
+                                f"{selected.text}. {END_MEASURE}: {end.word}, {end.text}",
+                          selected.paper, measured=measured)
+    out.rule = f"{selected.rule} {' '.join(on_both_measures.__doc__.split())}".strip()
+    return out
+
+
 def correct_matrix(runs: pd.DataFrame) -> np.ndarray | None:
     """Per-image correctness of each run's selected predictor as a (seeds, sigma_w, test
     images) boolean array, from a group with one run per (seed, sigma_w); None when a run has
@@ -250,26 +321,23 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
 
 
 # ------------------------------------------------------------------ 02 long training
-def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | None = None) -> pd.DataFrame:
-    """Spread of the best-val-selected test accuracy when selection only sees epochs 1..E,
-    for each horizon E, from the per-epoch metrics of long runs (one run per sigma_w)."""
+def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | None = None,
+                  measure: str = "selected") -> pd.DataFrame:
+    """Spread at each horizon E from the per-epoch metrics of long runs (one run per sigma_w
+    and seed): what runs of E epochs would have given. ``measure`` "selected": the test accuracy
+    at the best validation loss among epochs 1..E (the paper's), with the clocks at that
+    selected epoch; "end": the test accuracy at epoch E (the end-of-training predictor), with
+    the clocks at E. ``selected_epochs`` lists, per sigma_w (and seed), the epoch whose
+    predictor is scored."""
     by = by or []
     rows = []
     n_sigma = epochs["sigma_w"].nunique() if len(epochs) else 0
     for E in horizons:
-        per_run = []
-        for h, e in epochs.groupby("hash"):
-            e = e.sort_values("epoch")
-            first = e.iloc[0]
-            reached = e["epoch"].max() >= E  # a run that diverged earlier never got there
-            last = e[e["epoch"] == min(E, e["epoch"].max())].iloc[0]
-            per_run.append({**{k: first[k] for k in by + ["seed", "sigma_w"]},
-                            "status": "finished" if reached else "diverged",
-                            "test_acc_at_best_val": metrics.test_acc_at_best_val(e, horizon=E),
-                            "train_acc": last["train_acc"], **{c: last[c] for c in CLOCKS}})
+        per_run = [_run_at_horizon(e.sort_values("epoch"), E, by, measure) for _, e in epochs.groupby("hash")]
         if not per_run:
             continue
-        grouped = pd.DataFrame(per_run).groupby(by + ["seed"], dropna=False)
+        runs = pd.DataFrame(per_run)
+        grouped = runs.groupby(by + ["seed"], dropna=False)
         per_seed = grouped.agg(min_train_acc=("train_acc", "min"),
                                **{c: (c, "mean") for c in CLOCKS}).reset_index()
         per_seed["spread"] = [complete_spread(g, n_sigma) for _, g in grouped]
@@ -277,13 +345,14 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
         t["min_train_acc"] = 100 * t["min_train_acc"]
         t.insert(len(by), "horizon_epochs", E)
         # the accuracies here are on the per-epoch test images (n_test): their noise floor
-        runs = pd.DataFrame(per_run)
         floors = []
         for _, g in (runs.groupby(by, dropna=False) if by else [(None, runs)]):
             acc = g.pivot_table(index="seed", columns="sigma_w", values="test_acc_at_best_val", dropna=False)
             n_test = int(epochs["n_test"].min())
             fl = noise_floor(acc.to_numpy(), n_test)
-            floors.append({"mean_acc": float(np.nanmean(acc.to_numpy())), "test_images": n_test,
+            g = g.sort_values(["sigma_w", "seed"])
+            floors.append({"selected_epochs": "/".join(str(v) for v in g["scored_epoch"]),
+                           "mean_acc": float(np.nanmean(acc.to_numpy())), "test_images": n_test,
                            "floor_pp": 100 * fl["expected"], "floor_hi_pp": 100 * fl["upper"],
                            "floor_from": fl["source"]})
         t = pd.concat([t.reset_index(drop=True), pd.DataFrame(floors)], axis=1)
@@ -291,36 +360,77 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
-@decided_by_rule
-def verdict_long_training(table: pd.DataFrame, main_horizon: int) -> Verdict:
-    """Holds if, at the longest horizon, the spread is still above its noise floor (95%
-    quantile) and the 95% interval of its change from the main horizon (test sampling,
-    initlib.stats.spread_change_sd; with seeds, widened by the seed range) does not lie below
-    0: no measurable forgetting from training longer. Does not hold if that interval lies
-    below 0 or the spread fell to its floor."""
+def _run_at_horizon(e: pd.DataFrame, E: int, by: list[str], measure: str) -> dict:
+    """One run seen as a run of E epochs: its scored epoch (selected within 1..E, or E), that
+    epoch's test accuracy and clocks, and its train accuracy at E."""
+    first = e.iloc[0]
+    reached = e["epoch"].max() >= E  # a run that diverged earlier never got there
+    last = e[e["epoch"] == min(E, e["epoch"].max())].iloc[0]
+    scored = metrics.best_val_epoch(e, horizon=E) if measure == "selected" else int(last["epoch"])
+    at = e[e["epoch"] == scored].iloc[0] if scored is not None else None
+    return {**{k: first[k] for k in by + ["seed", "sigma_w"]},
+            "status": "finished" if reached else "diverged", "scored_epoch": scored,
+            "test_acc_at_best_val": float(at["test_acc"]) if at is not None else math.nan,
+            "train_acc": last["train_acc"], **{c: (at[c] if at is not None else math.nan) for c in CLOCKS}}
+
+
+def _horizon_change(t: pd.DataFrame, main: int, longest: int, seed_range: float) -> dict:
+    """The spread at the main and the longest horizon, its change with a 95% interval (test
+    sampling, initlib.stats.spread_change_sd, widened by the seed range) and the floor."""
     from .stats import normal_interval, spread_change_sd
-    t = table.set_index("horizon_epochs")
-    if main_horizon not in t.index:
-        return Verdict(None, f"main horizon {main_horizon} not among {list(t.index)}")
-    longest = int(t.index.max())
-    s_main, s_long = t.loc[main_horizon, "spread_pp"], t.loc[longest, "spread_pp"]
-    if not (np.isfinite(s_main) and np.isfinite(s_long)):
-        return Verdict(None, "spread undefined at the main or the longest horizon (diverged runs)")
-    p = float(t.loc[[main_horizon, longest], "mean_acc"].mean())
-    sd = 100 * spread_change_sd(p, int(t.loc[longest, "test_images"]))
-    lo, hi = normal_interval(s_long - s_main, sd)
-    lo, hi = lo - seed_range_pp(table), hi + seed_range_pp(table)
-    floor = float(t.loc[longest, "floor_hi_pp"])
-    holds = bool(hi >= 0 and s_long > floor)
-    one = 100 * math.sqrt(2) * spread_change_sd(p, int(t.loc[longest, "test_images"])) / 2  # one spread's sd
-    measured = [measure(f"spread at {main_horizon} epochs", s_main, *normal_interval(s_main, one),
-                        t.loc[main_horizon, "floor_hi_pp"]),
-                measure(f"spread at {longest} epochs", s_long, *normal_interval(s_long, one), floor),
-                measure("change", s_long - s_main, lo, hi)]
-    return Verdict(holds, f"spread {s_long:.1f} pp at {longest} epochs vs {s_main:.1f} pp at {main_horizon}: "
-                          f"change {s_long - s_main:+.1f} pp [{lo:+.1f}, {hi:+.1f}] (95%); noise floor at "
-                          f"{longest} epochs (95% quantile) {floor:.1f} pp",
-                   "~26 pp at 5,000 epochs vs 26.5 pp at 300", measured=measured)
+    s_main, s_long = float(t.loc[main, "spread_pp"]), float(t.loc[longest, "spread_pp"])
+    p = float(t.loc[[main, longest], "mean_acc"].mean())
+    n = int(t.loc[longest, "test_images"])
+    lo, hi = normal_interval(s_long - s_main, 100 * spread_change_sd(p, n))
+    one = 100 * math.sqrt(2) * spread_change_sd(p, n) / 2  # one spread's sd
+    return {"main": s_main, "long": s_long, "change": s_long - s_main, "lo": lo - seed_range,
+            "hi": hi + seed_range, "floor": float(t.loc[longest, "floor_hi_pp"]),
+            "floor_main": float(t.loc[main, "floor_hi_pp"]), "one_sd": one,
+            "same_checkpoints": t.loc[main, "selected_epochs"] == t.loc[longest, "selected_epochs"]}
+
+
+@decided_by_rule
+def verdict_long_training(selected: pd.DataFrame, end: pd.DataFrame, main_horizon: int) -> Verdict:
+    """Decided on the end-of-training predictors always, and on the selected predictors where
+    they differ between the two horizons (where the best-validation checkpoint is the same at
+    both, the selected spread cannot change and is not evidence). Undecided if the
+    end-of-training predictors do not all interpolate (train accuracy >= 99.5%) at both
+    horizons: the claim is about predictors that fit the training set. For each measure used: the
+    spread at the longest horizon is above its noise floor (95% quantile) and the 95% interval
+    of its change from the main horizon (test sampling, initlib.stats.spread_change_sd; with
+    seeds, widened by the seed range) does not lie below 0. Holds if every measure used says
+    so; does not hold if one measure's interval lies below 0 or its spread fell to its
+    floor."""
+    ts, te = selected.set_index("horizon_epochs"), end.set_index("horizon_epochs")
+    if main_horizon not in ts.index or main_horizon not in te.index:
+        return Verdict(None, f"main horizon {main_horizon} not among {list(ts.index)}")
+    longest = int(te.index.max())
+    parts, measured, verdicts = [], [], []
+    for name, t, table in (("end-of-training", te, end), ("selected", ts, selected)):
+        if not (np.isfinite(t.loc[main_horizon, "spread_pp"]) and np.isfinite(t.loc[longest, "spread_pp"])):
+            return Verdict(None, f"{name} spread undefined at the main or the longest horizon (diverged runs)")
+        c = _horizon_change(t, main_horizon, longest, seed_range_pp(table))
+        fit = float(t.loc[[main_horizon, longest], "min_train_acc"].min())
+        if name == "end-of-training" and not fit >= 100 * metrics.INTERP_THRESHOLD:
+            return Verdict(None, f"the end-of-training predictors do not all interpolate at {main_horizon} and "
+                                 f"{longest} epochs (lowest train accuracy {fit:.1f}%): their spreads compare "
+                                 f"predictors that do not fit the training set, not the claim's", measured=[])
+        if name == "selected" and c["same_checkpoints"]:
+            parts.append(f"selected: the same checkpoints at {main_horizon} and {longest} epochs (epochs "
+                         f"{t.loc[longest, 'selected_epochs']}), so their spread ({c['long']:.1f} pp) cannot "
+                         f"change: not used")
+            continue
+        ok = bool(c["hi"] >= 0 and c["long"] > c["floor"])
+        verdicts.append(ok)
+        parts.append(f"{name}: {c['long']:.1f} pp at {longest} epochs vs {c['main']:.1f} at {main_horizon}, "
+                     f"change {c['change']:+.1f} [{c['lo']:+.1f}, {c['hi']:+.1f}] (95%), noise floor "
+                     f"(95% quantile) {c['floor']:.1f}")
+        measured += [measure(f"{name} spread at {main_horizon} epochs", c["main"], c["main"] - 1.96 * c["one_sd"],
+                             c["main"] + 1.96 * c["one_sd"], c["floor_main"]),
+                     measure(f"{name} spread at {longest} epochs", c["long"], c["long"] - 1.96 * c["one_sd"],
+                             c["long"] + 1.96 * c["one_sd"], c["floor"]),
+                     measure(f"{name} change", c["change"], c["lo"], c["hi"])]
+    return Verdict(all(verdicts), "; ".join(parts), "~26 pp at 5,000 epochs vs 26.5 pp at 300", measured=measured)
 
 
 # ------------------------------------------------------------------ 03 L2 and learning rate
@@ -481,10 +591,17 @@ def clock_family(optimizer: str, l2: float) -> str:
     return "T_L2" if l2 > 0 else "T_SGD"
 
 
+def at_selected_clocks(summaries: pd.DataFrame) -> pd.DataFrame:
+    """The runs with each clock read at the selected (best-validation) epoch, the predictor the
+    spread scores, instead of at the horizon (``T_*_at_best_val``, in every summary)."""
+    return summaries.assign(**{c: summaries[f"{c}_at_best_val"].astype(float) for c in CLOCKS})
+
+
 def clock_points(summaries: pd.DataFrame, group_keys: list[str]) -> pd.DataFrame:
     """One point per group of runs differing only in sigma_w and seed: its spread (mean over
-    seeds) and the clocks it reached, labelled with the family of its governing clock."""
-    t = spread_table(summaries, group_keys, sigma_grid_per_group=True)
+    seeds) and the clocks its scored predictors had reached (at their selected epochs),
+    labelled with the family of its governing clock."""
+    t = spread_table(at_selected_clocks(summaries), group_keys, sigma_grid_per_group=True)
     t["family"] = [clock_family(o, l) for o, l in zip(t["optimizer"], t["l2"])]
     return t
 
@@ -496,7 +613,8 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
                                horizons: list[int] | None = None) -> pd.DataFrame:
     """The clock points of every finished configuration (``source`` "final"), plus, from the
     per-epoch metrics of long constant-lr runs, one T_SGD point per shorter horizon (``source``
-    "02 horizon": what a run of that many epochs would have given). The horizon equal to a
+    "02 horizon": what a run of that many epochs would have given). Every clock is read at the
+    selected epoch of the predictors scored. The horizon equal to a
     run's full length is that run's own final point and is kept once."""
     points = clock_points(summaries, CLOCK_GROUP_KEYS).assign(source="final")
     if long_epochs is None or long_epochs.empty or not horizons:

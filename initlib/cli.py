@@ -104,13 +104,32 @@ def _sweeps(args, overrides=None, bind=True):
     return sweeps
 
 
+def check_execution_flags(args) -> None:
+    """--workers, --runs-per-gpu and --device, checked before anything is read or written: a
+    count below 1, or a CUDA device this machine does not have, is one line naming the flag."""
+    from .train import pick_device
+    if args.workers < 1:
+        raise ConfigError(f"--workers: an integer >= 1, got {args.workers}")
+    if args.runs_per_gpu is not None and args.runs_per_gpu < 1:
+        raise ConfigError(f"--runs-per-gpu: an integer >= 1, got {args.runs_per_gpu}")
+    if args.device is not None:
+        from .config import validate
+        validate({"device": args.device}, "--device")
+        pick_device(args.device)
+
+
 def cmd_sweep(args):
     from .plan import order_longest_first
-    from .sweep import count_done, run_sweep
+    from .sweep import run_sweep
+    from .worker import count_done
+    check_execution_flags(args)
     if args.download:
         os.environ["INITLIB_DOWNLOAD"] = "1"
     overrides = {k: v for k, v in (("device", args.device), ("compile", args.compile)) if v is not None}
     sweeps = _sweeps(args, overrides)
+    from .train import pick_device
+    for device in sorted({c["device"] for sw in sweeps for c in sw.all_configs()}):
+        pick_device(device)  # a params file's cuda on a machine without one: named now, not per run
     slurm = {"partition": args.partition, "time_min": args.time_min, "gpus": args.gpus,
              "cpus": args.cpus, "array_parallelism": args.array_parallelism}
     # One sweep over the runs of all files: deduplicated (a run shared by two findings trains
@@ -186,7 +205,7 @@ def cmd_import(args):
 def cmd_worker(args):
     import torch
     from pathlib import Path
-    from .sweep import work_through
+    from .worker import work_through
     if os.environ.get("INITLIB_THREADS"):
         torch.set_num_threads(int(os.environ["INITLIB_THREADS"]))
     configs = json.loads(sys.stdin.read())

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .config import ConfigError
+from .worker import count_done, progress_bar, work_through
 
 
 class Stopped(KeyboardInterrupt):
@@ -65,7 +66,6 @@ def visible_gpus() -> list[str]:
 
 
 def run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progress, fuse=1):
-    from .sweep import count_done, progress_bar, work_through
     gpus = visible_gpus() if runs_per_gpu else []
     if runs_per_gpu and not gpus:
         print(f"no GPU visible: --runs-per-gpu ignored, {max(1, workers)} CPU worker(s)", file=sys.stderr)
@@ -98,7 +98,6 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
     numbers are bitwise reproducible for a given thread count; another thread count changes
     the reduction order inside oneDNN's convolutions, and training amplifies those last bits.
     """
-    from .sweep import count_done
     threads = threads or max(1, (os.cpu_count() or 1) // len(slots))
     queue = json.dumps(configs).encode()
     procs = []
@@ -138,7 +137,6 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
 
 def submitit_task(configs, store_dir, data_dir, runs_per_gpu: int = 1, fuse: int = 1) -> list[str]:
     """One array task: train its share of runs (with K local workers if asked)."""
-    from .sweep import work_through
     if runs_per_gpu > 1:
         run_workers(configs, store_dir, data_dir, [None] * runs_per_gpu, fuse=fuse)
         return []
@@ -148,7 +146,6 @@ def submitit_task(configs, store_dir, data_dir, runs_per_gpu: int = 1, fuse: int
 def run_submitit(missing, store_dir, data_dir, executor_kind, slurm, runs_per_task,
                  runs_per_gpu, desc, progress, fuse=1):
     import submitit
-    from .sweep import progress_bar
     folder = Path(store_dir) / "_submitit" / "%j"
     if executor_kind == "slurm":
         ex = submitit.AutoExecutor(folder=folder, cluster="slurm")

@@ -56,6 +56,14 @@ class Sweep:
         return unique_by_hash(self.configs + [c for s in self.sources for c in s.all_configs()])
 
 
+def yaml_error_line(e: "yaml.YAMLError") -> str:
+    """PyYAML's several-line error as one line: where (line, column, 1-based) and what."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    what = getattr(e, "problem", None) or str(e).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}{what}"
+
+
 def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
     """Read, expand and validate a params file. Raises ConfigError before any training."""
     path = Path(path)
@@ -64,7 +72,7 @@ def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
     try:
         spec = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        raise ConfigError(f"{path}: not valid YAML: {yaml_error_line(e)}") from None
     src = str(path)
     if not isinstance(spec, dict):
         raise ConfigError(f"{src}: top level must be a mapping")

@@ -15,7 +15,8 @@ def runs(rows):
     out = []
     for i, (group, sigma_w, seed, acc) in enumerate(rows):
         out.append({"hash": f"{i:012x}", "sigma_w": sigma_w, "seed": seed, "test_acc_at_best_val": acc,
-                    "interpolated": True, "max_train_acc": 1.0, "status": "finished", "n_test": 1000, **{c: 1.0 for c in CLOCKS}, **group})
+                    "interpolated": True, "max_train_acc": 1.0, "status": "finished", "n_test": 1000,
+                    **{c: 1.0 for c in CLOCKS}, **{f"{c}_at_best_val": 1.0 for c in CLOCKS}, **group})
     return pd.DataFrame(out)
 
 
@@ -107,6 +108,14 @@ def test_slope_and_trend_interval_on_hand_computed_cases():
     from initlib import stats
     assert stats.slope([1, 2, 3], [1, 3, 5]) == pytest.approx(2.0)
     assert stats.slope([0, 1, 2, 3], [4, 4, 4, 4]) == pytest.approx(0.0)
+    # three groups (one seed, two sigma_w, 1,000 images) with spreads 0.10, 0.20, 0.30 at x
+    # 0, 1, 2: slope 0.10, and an interval around it that excludes 0; flat spreads: around 0
+    img = np.arange(1000)
+    group = lambda pp: np.stack([img < 500 + 10 * pp, img < 500])[None]  # noqa: E731
+    k, lo, hi = stats.trend_interval([group(10), group(20), group(30)], [0, 1, 2], n_resamples=500)
+    assert k == pytest.approx(0.10) and 0 < lo < 0.10 < hi
+    k, lo, hi = stats.trend_interval([group(10), group(10), group(10)], [0, 1, 2], n_resamples=500)
+    assert k == pytest.approx(0.0) and lo <= 0 <= hi
 
 
 def batch_runs(spreads):
@@ -128,17 +137,60 @@ def test_batch_size_verdict_is_a_trend_whose_interval_excludes_zero():
     assert analysis.verdict_batch_size(*batch_runs({16: 10.0, 64: 10.5, 256: 10.0})).holds is None
 
 
+def horizon_rows(spreads, epochs=("28/45", "28/45")):
+    """A horizon table (one seed, 1,000 test images at p = 0.5) with these spreads at 78 and
+    156 epochs, and these selected epochs (per sigma_w) at each."""
+    return pd.DataFrame({"horizon_epochs": [78, 156], "spread_pp": spreads, "min_train_acc": [100.0, 100.0],
+                         "spread_min_pp": spreads, "spread_max_pp": spreads, "selected_epochs": list(epochs),
+                         "mean_acc": [0.5, 0.5], "test_images": [1000, 1000], "floor_hi_pp": [4.4, 4.4]})
+
+
 def test_long_training_verdict_uses_the_interval_of_the_change():
     # one seed, 1,000 test images at p = 0.5: the change has sd 2 * 1.58 = 3.16 pp (+-6.2)
-    t = pd.DataFrame({"horizon_epochs": [78, 156], "spread_pp": [20.0, 19.0],
-                      "spread_min_pp": [20.0, 19.0], "spread_max_pp": [20.0, 19.0],
-                      "mean_acc": [0.5, 0.5], "test_images": [1000, 1000], "floor_hi_pp": [4.4, 4.4]})
-    v = analysis.verdict_long_training(t, 78)
-    assert v.holds is True and "change -1.0 pp [-7.2, +5.2]" in v.text
-    t["spread_pp"] = [20.0, 12.0]                         # -8 +- 6.2: a measurable fall
-    assert analysis.verdict_long_training(t, 78).holds is False
-    t["spread_pp"] = [5.0, 4.0]                           # no fall, but at the noise floor
-    assert analysis.verdict_long_training(t, 78).holds is False
+    end = horizon_rows([20.0, 19.0])
+    v = analysis.verdict_long_training(horizon_rows([20.0, 20.0]), end, 78)
+    assert v.holds is True and "change -1.0 [-7.2, +5.2]" in v.text
+    assert "the same checkpoints at 78 and 156 epochs" in v.text      # selected: not evidence
+    end["spread_pp"] = [20.0, 12.0]                                   # -8 +- 6.2: a measurable fall
+    assert analysis.verdict_long_training(horizon_rows([20.0, 20.0]), end, 78).holds is False
+    end["spread_pp"] = [5.0, 4.0]                                     # no fall, but at the noise floor
+    assert analysis.verdict_long_training(horizon_rows([20.0, 20.0]), end, 78).holds is False
+    # selected checkpoints that differ are used: a measurable fall there is a 'does not hold'
+    moved = horizon_rows([20.0, 10.0], epochs=("28/45", "150/140"))
+    assert analysis.verdict_long_training(moved, horizon_rows([20.0, 19.0]), 78).holds is False
+    # end-of-training predictors that do not interpolate at a horizon: not the claim's object
+    unfit = horizon_rows([20.0, 19.0]).assign(min_train_acc=[60.8, 99.6])
+    v = analysis.verdict_long_training(horizon_rows([20.0, 20.0]), unfit, 78)
+    assert v.holds is None and "lowest train accuracy 60.8%" in v.text
+
+
+def long_run_epochs(late_acc_at_2_5: float, horizon: int = 200) -> pd.DataFrame:
+    """Per-epoch metrics of two long constant-lr runs (sigma_w 0.1 and 2.5), whose validation
+    loss is lowest at epoch 10 and rises after (so the selected checkpoint never moves), while
+    the test accuracy of sigma_w 2.5's weights climbs from 0.35 at epoch 100 to
+    ``late_acc_at_2_5`` at the end; sigma_w 0.1 stays at 0.60."""
+    rows = []
+    for h, sw in (("a", 0.1), ("b", 2.5)):
+        for ep in range(horizon + 1):
+            acc = 0.60 if sw == 0.1 else 0.35 + (late_acc_at_2_5 - 0.35) * max(0, ep - 100) / (horizon - 100)
+            rows.append({"hash": h, "sigma_w": sw, "seed": 0, "epoch": ep, "n_test": 1000,
+                         "val_loss": 1.0 + abs(ep - 10) / 100, "test_acc": acc, "train_acc": 1.0,
+                         "T_SGD": ep * 1e-4, "T_L2": 0.0, "T_adapt": ep * 0.1})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("late,expect", [(0.35, True), (0.60, False)])
+def test_long_training_verdict_can_come_out_either_way(late, expect):
+    """A long run whose end-of-training spread falls to 0 (sigma_w 2.5 catches up) while the
+    best-validation checkpoint stays at epoch 10: the selected spread is 25 pp at every horizon
+    (by construction), and the verdict must still say 'does not hold'."""
+    e = long_run_epochs(late)
+    sel = analysis.horizon_table(e, [100, 200], measure="selected")
+    end = analysis.horizon_table(e, [100, 200], measure="end")
+    assert list(sel["spread_pp"]) == pytest.approx([25.0, 25.0]) and list(sel["selected_epochs"]) == ["10/10"] * 2
+    assert list(end["spread_pp"]) == pytest.approx([25.0, 25.0 if late == 0.35 else 0.0])
+    assert list(sel["T_SGD"]) == pytest.approx([1e-3, 1e-3]) and list(end["T_SGD"]) == pytest.approx([1e-2, 2e-2])
+    assert analysis.verdict_long_training(sel, end, 100).holds is expect
 
 
 def test_depth_verdict():
@@ -273,3 +325,27 @@ def test_clock_points_take_each_group_with_its_own_sigma_grid():
     pts = analysis.clock_points(runs(rows), analysis.CLOCK_GROUP_KEYS).set_index("lr")
     assert pts.loc[0.02, "spread_pp"] == pytest.approx(20.0) and pts.loc[0.1, "spread_pp"] == pytest.approx(5.0)
     assert (pts["missing"] == 0).all()
+
+
+def test_where_the_selected_predictors_lie_and_both_measures():
+    s = pd.DataFrame({"optimizer": "sgd", "sigma_w": [0.1, 0.1, 2.5, 2.5], "seed": [0, 1, 0, 1],
+                      "best_val_epoch": [28, 30, 13, 19], "tau_interp": [28, 25, 91, None],
+                      "train_acc_at_best_val": [0.998, 0.999, 0.54, 0.70],
+                      "best_val_interpolates": [True, True, False, False],
+                      "best_val_past_tau": [True, True, False, False],
+                      "T_SGD_at_best_val": [1e-3, 2e-3, 5e-4, 7e-4], "T_SGD": [9e-3] * 4})
+    t = analysis.selection_table(s, ["optimizer"]).set_index("sigma_w")
+    assert t.loc[0.1, "selected_epochs"] == "28/30" and t.loc[2.5, "tau_interp"] == "91/-"
+    assert t.loc[2.5, "train_acc_at_selected"] == pytest.approx(62.0) and t.loc[2.5, "lowest"] == pytest.approx(54.0)
+    assert t.loc[0.1, "interpolating"] == "2/2" and t.loc[2.5, "past_tau"] == "0/2"
+    assert t.loc[0.1, "T_SGD_at_selected"] == pytest.approx(1.5e-3)
+    assert analysis.share_selected_interpolating(s) == (2, 4)
+    yes, no = analysis.Verdict(True, "a"), analysis.Verdict(False, "b")
+    assert analysis.on_both_measures(yes, analysis.Verdict(True, "c")).holds is True
+    assert analysis.on_both_measures(yes, no).holds is None               # they disagree
+    assert analysis.on_both_measures(no, no).holds is False
+    alone = analysis.on_both_measures(yes, analysis.Verdict(None, "no interval (runs without per-image correctness)"))
+    assert alone.holds is True and "alone" in alone.text
+    # the end-of-training measure reads the end predictor's numbers in the selected one's columns
+    e = analysis.at_end_of_training(s.assign(final_test_acc=[0.6, 0.6, 0.5, 0.5], selected_test_acc=0.1))
+    assert list(e["test_acc_at_best_val"]) == [0.6, 0.6, 0.5, 0.5] and "selected_test_acc" not in e

@@ -18,7 +18,8 @@ from initlib import store
 from initlib.config import ConfigError
 from initlib.data import DataError, fingerprint, load_raw
 from initlib.params import load_params
-from initlib.sweep import bind_to_data, run_one, run_sweep, work_through
+from initlib.sweep import bind_to_data, run_sweep
+from initlib.worker import run_one, work_through
 
 CFG = tiny(epochs=4, optimizer="momentum", augment=True)
 SHIPPED = {store.CONFIG, store.METRICS, store.SUMMARY, store.ATTEMPTS}
@@ -197,11 +198,14 @@ FAULTS = ["locked@1", "writing:config.json@1", "writing:metrics.csv@2", "wrote:m
 def test_a_kill_anywhere_resumes_to_the_same_metrics_and_leaves_no_stray_file(tmp_path, fault, reference):
     s = tmp_path / "store"
     rdir = store.run_dir(s, CFG)
-    if fault.startswith("random"):  # SIGKILL at a random moment of the run (seeded)
+    if fault.startswith("random"):  # SIGKILL at a random moment of a run under way (seeded)
         p = _worker(s, [CFG])
-        time.sleep(random.Random(int(fault[-1])).uniform(2.5, 5.0))
+        while not (rdir / store.CHECKPOINT).exists() and p.poll() is None:
+            time.sleep(0.01)
+        time.sleep(random.Random(int(fault[-1])).uniform(0.0, 0.3))
         p.send_signal(signal.SIGKILL)
         p.wait()
+        assert not store.is_done(rdir), f"{fault}: the run had finished before the kill (make it longer)"
     else:
         p = _worker(s, [CFG], {"INITLIB_FAULT": fault})
         assert p.wait(timeout=120) == -signal.SIGKILL, f"{fault}: the fault point was not reached"
@@ -216,6 +220,61 @@ def test_a_kill_anywhere_resumes_to_the_same_metrics_and_leaves_no_stray_file(tm
         assert [a["from_epoch"] for a in attempts] == [0, 1]
     for a in attempts:
         assert {"git_commit", "torch", "device", "data", "threads"} <= set(a)
+
+
+def test_a_kill_right_after_the_summary_is_cleaned_by_the_next_sweep(tmp_path, reference):
+    """The run is done, so workers are never handed it: the sweep itself removes the
+    checkpoint and the lock file the kill left (they stayed for good before)."""
+    s = tmp_path / "store"
+    rdir = store.run_dir(s, CFG)
+    p = _worker(s, [CFG], {"INITLIB_FAULT": "wrote:summary.json@1"})
+    assert p.wait(timeout=120) == -signal.SIGKILL
+    assert store.is_done(rdir) and (rdir / store.CHECKPOINT).exists() and (rdir / store.LOCK).exists()
+    run_sweep([CFG], s, progress=False)
+    assert {f.name for f in rdir.iterdir()} == SHIPPED
+    assert store.read_summary(rdir) == reference[1]
+
+
+def test_an_edited_summary_is_damaged_never_served_exported_or_imported(tmp_path):
+    """The summary's own numbers are covered by a checksum: a hand edit (0.21 -> 0.91) is
+    named, not served, not exported, not imported, and the run is trained again."""
+    s, out = tmp_path / "store", tmp_path / "out"
+    run_sweep([CFG], s, progress=False)
+    rdir = store.run_dir(s, CFG)
+    honest = store.read_summary(rdir)
+    edited = json.loads((rdir / store.SUMMARY).read_text())
+    edited["test_acc_at_best_val"] = 0.91
+    (rdir / store.SUMMARY).write_text(json.dumps(edited))
+    assert store.run_state(rdir) == "damaged" and "its own checksum" in store.damage(rdir)
+    assert store.load_summaries(s, [CFG]).empty
+    said = []
+    assert store.export_runs(s, [CFG], out, warn=said.append) == 0 and "summary.json" in said[0]
+    store._copy_run(rdir, out / rdir.name)  # shipped by hand anyway: import refuses it
+    said = []
+    assert store.import_runs(out, tmp_path / "store2", warn=said.append) == 0 and "checksum" in said[0]
+    run_sweep([CFG], s, progress=False)
+    assert store.read_summary(rdir) == honest
+
+
+@pytest.mark.parametrize("flags,expect", [
+    (["--device", "cuda:7"], "no CUDA device is visible"),
+    (["--device", "tpu"], "key 'device': must be auto, cpu, cuda or cuda:N"),
+    (["--workers", "0"], "--workers: an integer >= 1"),
+    (["--workers", "-1"], "--workers: an integer >= 1"),
+    (["--runs-per-gpu", "0"], "--runs-per-gpu: an integer >= 1"),
+])
+def test_execution_flags_are_one_line_before_anything_is_written(tmp_path, flags, expect):
+    import torch
+    if "cuda:7" in flags and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    _sweep_fails(tmp_path, write_params(tmp_path, "grid: {sigma_w: [1.0]}"), flags=flags, expect=expect)
+
+
+def test_malformed_yaml_is_one_line_naming_file_line_and_column(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("profiles:\n  smoke:\n    base: {n_train: 100\n")
+    err = _sweep_fails(tmp_path, p, expect=f"{p}: not valid YAML: line 4, column 1: expected ',' or '}}'")
+    assert err.startswith("error: ")
 
 
 def test_a_later_success_removes_an_old_error(tmp_path):
@@ -274,9 +333,9 @@ def test_ctrl_c_and_sigterm_stop_every_worker_cleanly(tmp_path, how):
 
 
 # ---------------------------------------------------------------- 6. bad input, before any write
-def _sweep_fails(tmp_path, params, *, data=None, store_dir=None, expect):
+def _sweep_fails(tmp_path, params, *, data=None, store_dir=None, expect, flags=()):
     s = store_dir or tmp_path / "store"
-    args = ["sweep", params, "--store", s] + (["--data-dir", data] if data else [])
+    args = ["sweep", params, "--store", s] + (["--data-dir", data] if data else []) + list(flags)
     r = cli(*args)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr

@@ -14,7 +14,8 @@ from initlib import store
 from initlib.executors import run_workers
 from initlib.params import load_params
 from initlib.plan import order_longest_first, plan
-from initlib.sweep import run_sweep, work_through
+from initlib.sweep import run_sweep
+from initlib.worker import work_through
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = [tiny(epochs=2, sigma_w=s, optimizer=o, lr=lr)

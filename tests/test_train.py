@@ -4,7 +4,7 @@ import pytest
 
 from conftest import same_metrics, tiny
 from initlib import store
-from initlib.sweep import run_one
+from initlib.worker import run_one
 from initlib.train import train
 
 
