@@ -119,8 +119,18 @@ def table() -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for name in RUNS:
         csv, js = OUT / f"{name}.csv", OUT / f"{name}.json"
-        if not (csv.exists() and js.exists()):
+        if not csv.exists():
             lines.append(f"| {name} | (not run) | | | | | | | |")
+            continue
+        if not js.exists():  # stopped early: what its per-epoch rows say
+            df = pd.read_csv(csv)
+            e = df[df.epoch >= 1]
+            for arm in ARMS:
+                vl = e[f"{arm}_val_loss"]
+                lines.append(f"| {name} | {arm} | never (stopped at epoch {int(e.epoch.max())}) | - | "
+                             f"{e[f'{arm}_train_acc'].iloc[-1]:.1%} (best {e[f'{arm}_train_acc'].max():.1%}) | "
+                             f"{vl.min():.3f} ({int(e.epoch[vl.idxmin()])}) / {vl.iloc[-1]:.3f} | - | - | "
+                             f"{e.train_s.median():.1f} + {e.eval_s.median():.1f} |")
             continue
         df, s = pd.read_csv(csv), json.loads(js.read_text())
         e = df[df.epoch >= 1]

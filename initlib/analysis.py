@@ -28,7 +28,7 @@ from .stats import noise_floor, spread
 class Verdict:
     holds: bool | None  # None: cannot be decided from these runs
     text: str           # our numbers, computed from the runs
-    paper: str = ""     # the paper's number, quoted for comparison (never used to decide)
+    paper: str = ""     # the paper's numbers, from the params file (key 'paper'); never used to decide
     rule: str = ""      # the rule that decided it, in words
     measured: list = field(default_factory=list)  # headline numbers: measure(...) items
 
@@ -317,7 +317,7 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
                         rows.loc[o, "floor_hi_pp"]) for o in ("sgd", *adaptive)]
     return Verdict(holds, f"SGD spread {t['sgd']:.1f} pp [{rows.loc['sgd', 'ci_lo_pp']:.1f}, "
                           f"{rows.loc['sgd', 'ci_hi_pp']:.1f}] (noise floor {rows.loc['sgd', 'floor_pp']:.1f}); "
-                          f"{parts} (95% intervals)", "SGD 26.5 pp, Muon ~4.0 pp", measured=measured)
+                          f"{parts} (95% intervals)", "", measured=measured)
 
 
 # ------------------------------------------------------------------ 02 long training
@@ -430,7 +430,7 @@ def verdict_long_training(selected: pd.DataFrame, end: pd.DataFrame, main_horizo
                      measure(f"{name} spread at {longest} epochs", c["long"], c["long"] - 1.96 * c["one_sd"],
                              c["long"] + 1.96 * c["one_sd"], c["floor"]),
                      measure(f"{name} change", c["change"], c["lo"], c["hi"])]
-    return Verdict(all(verdicts), "; ".join(parts), "~26 pp at 5,000 epochs vs 26.5 pp at 300", measured=measured)
+    return Verdict(all(verdicts), "; ".join(parts), "", measured=measured)
 
 
 # ------------------------------------------------------------------ 03 L2 and learning rate
@@ -471,7 +471,7 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                           + ("" if trained else f"; but only {hi['interpolated'].iloc[0]:.0f}% of that cell's runs "
                              f"interpolate (best train acc. {hi['min_max_train_acc'].iloc[0]:.1f}% at the lowest): "
                              "the spread vanished with the training, not by forgetting"),
-                   "0.3 pp at lr=1e-2, L2=1e-2, against 26.5 pp at lr=1e-3", measured=measured)
+                   "", measured=measured)
 
 
 # ------------------------------------------------------------------ 04 batch size
@@ -508,7 +508,7 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     pairs = ", ".join(f"b={int(r['batch_size'])}: {r['spread_pp']:.1f}" for _, r in table.iterrows())
     return Verdict(holds, f"slope of the spread per doubling of b {k:+.2f} pp [{lo:+.2f}, {hi:+.2f}] (95%); "
                           f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})",
-                   "the spread grows with b over b = 16..256",
+                   "",
                    measured=[measure("slope of the spread per doubling of b", k, lo, hi)])
 
 
@@ -576,7 +576,7 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
                           + ("; left out, diverged: " + ", ".join(
                               f"{a} sigma_w={s:g}" for a, s in zip(diverged["arch"], diverged["sigma_w"]))
                              if len(diverged) else ""),
-                   "ResNet-56/110 often fail to interpolate at large sigma_w",
+                   "",
                    measured=[measure(f"{a} sigma_w={s:g} best train acc.", 100 * m, *best_train_interval(m, int(n)),
                                      unit="%")
                              for a, s, m, n in zip(deep["arch"], deep["sigma_w"], deep["max_train_acc"], deep["n_train"])])
@@ -637,7 +637,7 @@ def scale_label(scale: dict) -> str:
     return " ".join(parts)
 
 
-CLOCKS_PAPER = "clocks, not epochs, govern forgetting; T_SGD 7.3e-4 at 300 epochs, 1.2e-2 at 5,000"
+CLOCKS_PAPER = ""  # the paper's numbers live in params/06_clocks.yaml
 
 
 @decided_by_rule

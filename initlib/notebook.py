@@ -64,9 +64,11 @@ class Finding:
                digits: int = 1) -> None:
         """Print the verdict with its rule and write it, with the table, as data."""
         label = self.name[:2] + " " + self.name[3:].replace("_", " ")
+        verdict.paper = self.sweep.spec.get("paper", verdict.paper)
         print(f"{label}: {verdict}")
         print(f"Rule: {verdict.rule}")
         record = {"finding": self.name, "profile": self.profile,
+                  "title": self.sweep.spec.get("title", self.name),
                   "claim": " ".join(str(self.sweep.spec.get("claim", "")).split()),
                   **verdict.to_dict()}
         if table is not None:
@@ -131,24 +133,13 @@ def read_verdicts(folder) -> dict[str, dict]:
             for p in sorted(Path(folder).glob("*.verdict.json"))}
 
 
-# What each finding claims, in a few words (the paper's claims 1-6, ../shared/PAPER.md).
-TITLES = {
-    "01_optimizer_dependence": "1. Low-LR SGD remembers sigma_w; Adam, AdamW, Muon forget",
-    "02_long_training": "2. Long training is not enough",
-    "03_l2_and_lr": "3. Larger LR with explicit L2 makes SGD forget",
-    "04_batch_size": "4. The spread grows with the batch size",
-    "05_depth": "5. Deep ResNets fail to interpolate at large sigma_w",
-    "06_clocks": "6. Clocks, not epochs, govern forgetting",
-}
-
-
 def results_rows(figures_dir) -> list[dict]:
     """One row per finding for the results tables (README, site), from the verdict files."""
     rows = []
     for name, v in read_verdicts(figures_dir).items():
         word = {True: "holds", False: "does not hold at this scale", None: "undecided"}[v["holds"]]
         headline, floors = format_measured(v.get("measured") or [])
-        rows.append({"name": name, "title": TITLES.get(name, name), "paper": v["paper"],
+        rows.append({"name": name, "title": v.get("title") or name, "paper": v["paper"],
                      "ours": v["ours"], "verdict": word, "rule": v["rule"],
                      "headline": headline or v["ours"], "floor": floors or "n/a"})
     return rows

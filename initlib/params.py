@@ -3,6 +3,8 @@
 A params file (``params/<name>.yaml``)::
 
     name: optimizer_dependence        # free text keys: name, notebook, claim, description
+    title: "1. Low-LR SGD remembers"  # the finding in a few words (README, site)
+    paper: "SGD 26.5 pp, ..."         # the paper's numbers, quoted beside ours
     base: {arch: resnet9, ...}        # run keys shared by all profiles
     sources: [other.yaml, ...]        # optional: sweeps whose runs this one analyses
     profiles:
@@ -27,7 +29,7 @@ import yaml
 
 from .config import DATA_KEY, ConfigError, resolve, run_hash, validate_keys
 
-TOP_KEYS = {"name", "notebook", "claim", "description", "base", "profiles", "sources"}
+TOP_KEYS = {"name", "notebook", "title", "paper", "claim", "description", "base", "profiles", "sources"}
 PROFILE_KEYS = {"base", "grid", "variants", "analysis", "description"}
 PROFILES = ("smoke", "cpu", "paper")
 
@@ -79,6 +81,9 @@ def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
     for k in spec:
         if k not in TOP_KEYS:
             raise ConfigError(f"{src}: unknown top-level key '{k}' (known: {sorted(TOP_KEYS)})")
+    for k in ("title", "paper"):
+        if k in spec and not isinstance(spec[k], str):
+            raise ConfigError(f"{src}: key '{k}' must be text, got {spec[k]!r}")
     profiles = spec.get("profiles") or {}
     if profile not in profiles:
         raise ConfigError(f"{src}: no profile '{profile}' (has: {', '.join(profiles) or 'none'})")

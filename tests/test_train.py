@@ -109,3 +109,30 @@ def test_selected_predictor_is_scored_on_every_test_image():
     subset = load_cifar10(n_train=100, n_val=50, n_test=50, n_selected_test=10000).test_index
     best = e.loc[e["epoch"] == s["best_val_epoch"], "test_acc"].iloc[0]
     assert correct[subset].mean() == pytest.approx(best) == pytest.approx(s["test_acc_at_best_val"])
+
+
+def test_precise_bn_statistics_are_the_mean_of_per_batch_statistics():
+    """Hand-computed: a lone BatchNorm fed three batches ends with running mean = the mean of
+    the batch means and running var = the mean of the (unbiased) batch variances; the model's
+    mode and momentum are restored."""
+    import torch
+    from torch import nn
+    from initlib.bn_stats import recompute_bn_stats_
+    g = torch.Generator().manual_seed(0)
+    batches = [torch.randn(4, 3, 2, 2, generator=g) * s + m for s, m in ((1.0, 0.0), (2.0, 1.0), (0.5, -3.0))]
+    bn = nn.BatchNorm2d(3)
+    model = nn.Sequential(bn).eval()
+    recompute_bn_stats_(model, batches)
+    torch.testing.assert_close(bn.running_mean, torch.stack([b.mean((0, 2, 3)) for b in batches]).mean(0))
+    torch.testing.assert_close(bn.running_var, torch.stack([b.var((0, 2, 3)) for b in batches]).mean(0))
+    assert not model.training and bn.momentum == 0.1
+
+
+def test_bn_stats_change_the_evaluation_never_the_training():
+    """Training normalises with batch statistics, so 'precise' and 'running' runs take the same
+    steps (the train-mode loss is bitwise the same) and differ only in what eval mode reads."""
+    running, _ = train(tiny(epochs=2, lr=0.3, bn_stats="running"))
+    precise, _ = train(tiny(epochs=2, lr=0.3, bn_stats="precise"))
+    assert (running["train_loss_running"].iloc[1:] == precise["train_loss_running"].iloc[1:]).all()
+    assert (running["weight_norm"] == precise["weight_norm"]).all()
+    assert not (running["val_loss"] == precise["val_loss"]).all()
