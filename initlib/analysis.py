@@ -317,7 +317,7 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
                         rows.loc[o, "floor_hi_pp"]) for o in ("sgd", *adaptive)]
     return Verdict(holds, f"SGD spread {t['sgd']:.1f} pp [{rows.loc['sgd', 'ci_lo_pp']:.1f}, "
                           f"{rows.loc['sgd', 'ci_hi_pp']:.1f}] (noise floor {rows.loc['sgd', 'floor_pp']:.1f}); "
-                          f"{parts} (95% intervals)", "", measured=measured)
+                          f"{parts} (95% intervals)", measured=measured)
 
 
 # ------------------------------------------------------------------ 02 long training
@@ -328,7 +328,7 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
     at the best validation loss among epochs 1..E (the paper's), with the clocks at that
     selected epoch; "end": the test accuracy at epoch E (the end-of-training predictor), with
     the clocks at E. ``selected_epochs`` lists, per sigma_w (and seed), the epoch whose
-    predictor is scored."""
+    predictor is scored, ``lowest_train_acc_scored`` the lowest train accuracy (%) there."""
     by = by or []
     rows = []
     n_sigma = epochs["sigma_w"].nunique() if len(epochs) else 0
@@ -352,6 +352,7 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
             fl = noise_floor(acc.to_numpy(), n_test)
             g = g.sort_values(["sigma_w", "seed"])
             floors.append({"selected_epochs": "/".join(str(v) for v in g["scored_epoch"]),
+                           "lowest_train_acc_scored": 100 * float(g["train_acc_scored"].min()),
                            "mean_acc": float(np.nanmean(acc.to_numpy())), "test_images": n_test,
                            "floor_pp": 100 * fl["expected"], "floor_hi_pp": 100 * fl["upper"],
                            "floor_from": fl["source"]})
@@ -371,7 +372,8 @@ def _run_at_horizon(e: pd.DataFrame, E: int, by: list[str], measure: str) -> dic
     return {**{k: first[k] for k in by + ["seed", "sigma_w"]},
             "status": "finished" if reached else "diverged", "scored_epoch": scored,
             "test_acc_at_best_val": float(at["test_acc"]) if at is not None else math.nan,
-            "train_acc": last["train_acc"], **{c: (at[c] if at is not None else math.nan) for c in CLOCKS}}
+            "train_acc": last["train_acc"], "train_acc_scored": float(at["train_acc"]) if at is not None else math.nan,
+            **{c: (at[c] if at is not None else math.nan) for c in CLOCKS}}
 
 
 def _horizon_change(t: pd.DataFrame, main: int, longest: int, seed_range: float) -> dict:
@@ -412,9 +414,11 @@ def verdict_long_training(selected: pd.DataFrame, end: pd.DataFrame, main_horizo
         c = _horizon_change(t, main_horizon, longest, seed_range_pp(table))
         fit = float(t.loc[[main_horizon, longest], "min_train_acc"].min())
         if name == "end-of-training" and not fit >= 100 * metrics.INTERP_THRESHOLD:
-            return Verdict(None, f"the end-of-training predictors do not all interpolate at {main_horizon} and "
-                                 f"{longest} epochs (lowest train accuracy {fit:.1f}%): their spreads compare "
-                                 f"predictors that do not fit the training set, not the claim's", measured=[])
+            verdicts.append(None)
+            parts.append(f"end-of-training: the predictors do not all interpolate at {main_horizon} and {longest} "
+                         f"epochs (lowest train accuracy {fit:.1f}%), so their spreads ({c['main']:.1f} pp at "
+                         f"{main_horizon}, {c['long']:.1f} at {longest}) are not the claim's: not decided")
+            continue
         if name == "selected" and c["same_checkpoints"]:
             parts.append(f"selected: the same checkpoints at {main_horizon} and {longest} epochs (epochs "
                          f"{t.loc[longest, 'selected_epochs']}), so their spread ({c['long']:.1f} pp) cannot "
@@ -430,7 +434,10 @@ def verdict_long_training(selected: pd.DataFrame, end: pd.DataFrame, main_horizo
                      measure(f"{name} spread at {longest} epochs", c["long"], c["long"] - 1.96 * c["one_sd"],
                              c["long"] + 1.96 * c["one_sd"], c["floor"]),
                      measure(f"{name} change", c["change"], c["lo"], c["hi"])]
-    return Verdict(all(verdicts), "; ".join(parts), "", measured=measured)
+    holds = None if None in verdicts else all(verdicts)
+    if holds is None and False in verdicts:
+        holds = False  # a measure that could decide says it does not hold
+    return Verdict(holds, "; ".join(parts), measured=measured)
 
 
 # ------------------------------------------------------------------ 03 L2 and learning rate
@@ -471,7 +478,7 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                           + ("" if trained else f"; but only {hi['interpolated'].iloc[0]:.0f}% of that cell's runs "
                              f"interpolate (best train acc. {hi['min_max_train_acc'].iloc[0]:.1f}% at the lowest): "
                              "the spread vanished with the training, not by forgetting"),
-                   "", measured=measured)
+                   measured=measured)
 
 
 # ------------------------------------------------------------------ 04 batch size
@@ -508,7 +515,6 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     pairs = ", ".join(f"b={int(r['batch_size'])}: {r['spread_pp']:.1f}" for _, r in table.iterrows())
     return Verdict(holds, f"slope of the spread per doubling of b {k:+.2f} pp [{lo:+.2f}, {hi:+.2f}] (95%); "
                           f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})",
-                   "",
                    measured=[measure("slope of the spread per doubling of b", k, lo, hi)])
 
 
@@ -576,7 +582,6 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
                           + ("; left out, diverged: " + ", ".join(
                               f"{a} sigma_w={s:g}" for a, s in zip(diverged["arch"], diverged["sigma_w"]))
                              if len(diverged) else ""),
-                   "",
                    measured=[measure(f"{a} sigma_w={s:g} best train acc.", 100 * m, *best_train_interval(m, int(n)),
                                      unit="%")
                              for a, s, m, n in zip(deep["arch"], deep["sigma_w"], deep["max_train_acc"], deep["n_train"])])
@@ -637,7 +642,6 @@ def scale_label(scale: dict) -> str:
     return " ".join(parts)
 
 
-CLOCKS_PAPER = ""  # the paper's numbers live in params/06_clocks.yaml
 
 
 @decided_by_rule
@@ -665,7 +669,7 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     decided = rho[rho["decided"]]
     if decided.empty:
         return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points with a defined spread "
-                             f"at one scale", CLOCKS_PAPER), rho
+                             f"at one scale"), rho
     holds = True if (decided["rho_hi"] < 0).all() else (False if (decided["rho_lo"] > 0).any() else None)
     name = lambda c, sc: f"{c} at {sc}" if sc else c  # noqa: E731
     parts = ", ".join(f"{name(c, sc)}: rho={r:+.2f} [{lo:+.2f}, {hi:+.2f}] ({n} pts{'' if d else ', not decided'})"
@@ -677,4 +681,4 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
                                                rho["rho_lo"], rho["rho_hi"])
                 if np.isfinite(r)]
     return Verdict(holds, f"spread vs governing clock, Spearman {parts} (95% intervals)",
-                   CLOCKS_PAPER, measured=measured), rho
+                   measured=measured), rho

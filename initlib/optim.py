@@ -72,8 +72,11 @@ def adam_direction(grad, state: dict, betas, eps) -> torch.Tensor:
     return state["exp_avg"] / c1 / (state["exp_avg_sq"].sqrt() / math.sqrt(c2)).add_(eps)
 
 
-def per_run(v: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """A per-run hyperparameter (G,) shaped to broadcast against a parameter (G, ...)."""
+def per_run(v: torch.Tensor, p: torch.Tensor) -> torch.Tensor | float:
+    """A per-run hyperparameter (G,) shaped to broadcast against a parameter (G, ...); for a
+    group of one, the number itself (no tensor to build and broadcast at every step)."""
+    if v.numel() == 1:
+        return float(v)
     return v.to(dtype=p.dtype, device=p.device).reshape(-1, *([1] * (p.ndim - 1)))
 
 
