@@ -36,7 +36,8 @@ def clear_leftovers_of_done_runs(configs, store_dir) -> int:
     n = 0
     for c in configs:
         rdir = store.run_dir(store_dir, c)
-        if store.is_done(rdir) and (store.leftovers(rdir) or (rdir / store.LOCK).exists()):
+        # the cheap checks first: is_done hashes the run's files, and most runs have nothing left
+        if ((rdir / store.LOCK).exists() or store.leftovers(rdir)) and store.is_done(rdir):
             if store.try_lock(rdir):  # removes the leftovers; releasing removes the lock file
                 store.release_lock(rdir)
                 n += 1

@@ -100,6 +100,7 @@ class Group:
     data: object
     dtype: torch.dtype
     model: torch.nn.Module          # the fused model (G runs; G = 1 is a plain one in effect)
+    net: torch.nn.Module            # what the forward passes call: the model, or it compiled
     plain_states: list              # each run's plain state dict (shapes for slicing)
     opt: RunsOptimizer
     l2s: torch.Tensor               # per-run coupled L2
@@ -140,7 +141,7 @@ def assemble_group(cfgs: list[dict], data, device: torch.device) -> Group:
     plain_states = [{k: v.to(device=device, dtype=dtype if v.is_floating_point() else v.dtype)
                      for k, v in m.state_dict().items()} for m in plain]
     model = fuse(plain).to(device=device, dtype=dtype)
-    model = _maybe_compile(model, c0["compile"], device, len(cfgs))
+    net = _maybe_compile(model, c0["compile"], device, len(cfgs))
     opt = RunsOptimizer(c0["optimizer"], param_roles(model, c0["optimizer"]), len(cfgs),
                         [c["lr"] for c in cfgs], [decoupled_decay(c) for c in cfgs],
                         [aux_lr(c) for c in cfgs], momentum=c0["momentum"],
@@ -150,7 +151,7 @@ def assemble_group(cfgs: list[dict], data, device: torch.device) -> Group:
                          c0["step_milestones"], c0["step_gamma"])
     clocks = [cumulative_clocks(c["lr"] * factors, c0["batch_size"], c["l2"], spe) for c in cfgs]
     l2s = torch.tensor([float(c["l2"]) for c in cfgs], dtype=torch.float64)
-    return Group(cfgs, device, data, dtype, model, plain_states, opt, l2s, factors, spe, clocks)
+    return Group(cfgs, device, data, dtype, model, net, plain_states, opt, l2s, factors, spe, clocks)
 
 
 def _maybe_compile(model, enabled: bool, device, runs: int):
@@ -161,7 +162,6 @@ def _maybe_compile(model, enabled: bool, device, runs: int):
         compiled = torch.compile(model)
         compiled(torch.zeros(2, 3 * runs, 32, 32, device=device).contiguous(memory_format=torch.channels_last))
         model.load_state_dict(state)  # the probe must not move BatchNorm's running statistics
-        compiled.runs = runs
         return compiled
     except Exception as e:  # noqa: BLE001 - any backend failure falls back to eager
         warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); training eagerly instead")
@@ -176,9 +176,9 @@ def train_epoch(grp: Group, epoch: int) -> torch.Tensor:
     sync). Every term of the update is here: the per-run minibatch losses, the gradient of their
     sum (each run's is its own), explicit L2 (lambda * w, coupled, per run), the step."""
     data, b = grp.data, grp.cfgs[0]["batch_size"]
-    n, model, opt = len(data.train), grp.model, grp.opt
-    params = [p for p in model.parameters() if p.requires_grad]
-    model.train()
+    n, opt = len(data.train), grp.opt
+    params = [p for p in grp.model.parameters() if p.requires_grad]
+    grp.model.train()
     orders = [epoch_order(n, c["seed"], epoch, grp.device) for c in grp.cfgs]
     aug = [augment_params(n, c["seed"], epoch, grp.device) if c["augment"] else None for c in grp.cfgs]
     loss_sum = torch.zeros(grp.runs, device=grp.device, dtype=grp.dtype)
@@ -191,7 +191,7 @@ def train_epoch(grp: Group, epoch: int) -> torch.Tensor:
             ys.append(data.train.y[idx])
         opt.set_lr_factor(factor)
         with grp.autocast():
-            logits = model(fused_input(xs))
+            logits = grp.net(fused_input(xs))
         per_run = fused_loss(logits.to(grp.dtype), torch.stack(ys, dim=1), reduction="none")
         opt.zero_grad(set_to_none=True)
         per_run.sum().backward()
@@ -211,7 +211,7 @@ def evaluate(model, split, data, runs: int, dtype, autocast=nullcontext) -> tupl
     for i in range(0, len(split), EVAL_BATCH):
         x, y = data.normalize(split.x[i:i + EVAL_BATCH], dtype), split.y[i:i + EVAL_BATCH]
         with autocast():
-            out = model(x if runs == 1 else x.repeat(1, runs, 1, 1))
+            out = model(fused_input([x] * runs))
         out = out.to(dtype).reshape(len(y), runs, -1)
         ys = y[:, None].expand(len(y), runs)
         loss_sum += F.cross_entropy(out.transpose(1, 2), ys, reduction="none").sum(0).double()
@@ -230,7 +230,7 @@ def prepare_eval_(grp: Group) -> None:
     def batches():
         for i in range(0, len(idx), PRECISE_BN_BATCH):
             x = grp.data.normalize(x_all[idx[i:i + PRECISE_BN_BATCH]], grp.dtype)
-            yield x if grp.runs == 1 else x.repeat(1, grp.runs, 1, 1)
+            yield fused_input([x] * grp.runs)
     with grp.autocast():
         recompute_bn_stats_(grp.model, batches())
 
@@ -242,7 +242,7 @@ def record_epoch(grp: Group, epoch: int, running: torch.Tensor) -> list[dict]:
     tensors = {}
     for split in ("train", "val", "test"):
         tensors[f"{split}_loss"], tensors[f"{split}_acc"] = evaluate(
-            grp.model, getattr(grp.data, split), grp.data, grp.runs, grp.dtype, grp.autocast)
+            grp.net, getattr(grp.data, split), grp.data, grp.runs, grp.dtype, grp.autocast)
     tensors["train_loss_running"] = running.double()
     norms = {f"norm/{k}": v for k, v in run_kernel_norms(grp.model).items()}
     values = {k: v.double().cpu().numpy() for k, v in {**tensors, **norms}.items()}
@@ -330,27 +330,26 @@ def end_epoch(grp: Group, r: int, run: RunState, row: dict, fused_state: dict, r
     summary) once the run is done."""
     cfg = grp.cfgs[r]
     run.rows.append(row)
+    state = unfused_state(fused_state, r, grp.plain_states[r])
     if math.isfinite(row["val_loss"]) and row["val_loss"] < run.best["val_loss"]:
-        run.best = {"epoch": row["epoch"], "val_loss": row["val_loss"],
-                    "state": unfused_state(fused_state, r, grp.plain_states[r])}
+        run.best = {"epoch": row["epoch"], "val_loss": row["val_loss"], "state": state}
     if not all(math.isfinite(row[k]) for k in ("train_loss_running", "train_loss", "val_loss")):
         run.status = "diverged"
     elif row["epoch"] == cfg["epochs"]:
         run.status = "finished"
     done = run.status != "running"
     # the paper's predictor (best validation loss) and the end-of-training one, on every test image
-    selected = ({**score_on_test(grp, r, run.best["state"], "selected"),
-                 **score_on_test(grp, r, unfused_state(fused_state, r, grp.plain_states[r]), "end")}
+    selected = ({**score_on_test(grp, r, run.best["state"], "selected"), **score_on_test(grp, r, state, "end")}
                 if done else None)
+    summary = None
     if rdir is not None and (done or row["epoch"] % cfg["checkpoint_every"] == 0):
-        checkpoint = {"format": CHECKPOINT_FORMAT, "model": unfused_state(fused_state, r, grp.plain_states[r]),
-                      "optimizer": grp.opt.run_state(r), "rows": run.rows, "status": run.status,
-                      "best": run.best}
-        store.save_progress(rdir, checkpoint, run.rows, run.status, cfg["keep_checkpoint"], selected)
+        checkpoint = {"format": CHECKPOINT_FORMAT, "model": state, "optimizer": grp.opt.run_state(r),
+                      "rows": run.rows, "status": run.status, "best": run.best}
+        summary = store.save_progress(rdir, checkpoint, run.rows, run.status, cfg["keep_checkpoint"], selected)
     if not done:
         return None
     epochs = pd.DataFrame(run.rows)
-    return epochs, {**summarize(epochs, run.status), **selected}
+    return epochs, summary or {**summarize(epochs, run.status), **selected}
 
 
 def train_group(cfgs: list[dict], *, data_dir=None, run_dirs: list[Path] | None = None, on_epoch=None):

@@ -136,3 +136,21 @@ def test_bn_stats_change_the_evaluation_never_the_training():
     assert (running["train_loss_running"].iloc[1:] == precise["train_loss_running"].iloc[1:]).all()
     assert (running["weight_norm"] == precise["weight_norm"]).all()
     assert not (running["val_loss"] == precise["val_loss"]).all()
+
+
+def test_a_compiled_model_keeps_the_eager_models_state_and_layer_names(monkeypatch):
+    """torch.compile wraps the model (its state_dict keys gain '_orig_mod.'): the forward
+    passes go through the wrapper, while slicing, checkpoints and norms read the eager model,
+    so a compiled run gives the eager run's metrics and column names."""
+    import torch
+    from torch import nn
+
+    class Wrapped(nn.Module):  # what torch.compile returns, as far as names go
+        def __init__(self, model):
+            super().__init__()
+            self._orig_mod = model
+
+        def forward(self, x):
+            return self._orig_mod(x)
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: Wrapped(model))
+    same_metrics(train(tiny(epochs=2, compile=True))[0], train(tiny(epochs=2))[0])
