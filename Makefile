@@ -6,7 +6,8 @@
 #   make all          the paper's full grid (GPUs, fused groups of FUSE runs; EXECUTOR=slurm for a cluster)
 #   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE;
 #                     never trains: a missing run is an error); for cpu, also the README table
-#   make results      export the runs of PROFILE to results/PROFILE (metrics, no checkpoints)
+#   make results      export the runs of PROFILE to results/PROFILE (metrics, no checkpoints; runs
+#                     that no params file names any more are removed from it)
 #   make site         a static HTML report of reports/PROFILE (build/site/PROFILE/index.html)
 #   make test         unit tests + the notebooks themselves (smoke trained, results/cpu re-analysed)
 #   make lab          JupyterLab on notebooks/ (the sources: an edit there is the edit)
@@ -97,7 +98,7 @@ strip: | $(INSTALLED)
 	$(VENV)/bin/jupyter nbconvert --clear-output --inplace $(addprefix notebooks/,$(NOTEBOOKS:=.ipynb))
 
 results: | $(INSTALLED)
-	$(PY) -m initlib export $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE) --out results/$(PROFILE)
+	$(PY) -m initlib export $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE) --out results/$(PROFILE) --prune
 
 plan: | $(INSTALLED)
 	$(PY) -m initlib plan $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE)
@@ -105,8 +106,11 @@ plan: | $(INSTALLED)
 status: | $(INSTALLED)
 	$(PY) -m initlib status $(addprefix params/,$(NOTEBOOKS:=.yaml)) --profile $(PROFILE)
 
+# One pytest-xdist worker per core (tests/conftest.py gives each an equal share of the threads
+# and one shared run store); TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= $(NPROC)
 test: | $(INSTALLED)
-	$(PY) -m pytest -q --durations=12 tests
+	$(PY) -m pytest -q --durations=12 $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist worksteal) tests
 
 lab: | $(INSTALLED)
 	$(VENV)/bin/jupyter lab notebooks/

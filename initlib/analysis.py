@@ -290,6 +290,49 @@ def format_table(df: pd.DataFrame, digits: int = 1) -> str:
     return out.to_string(index=False)
 
 
+# A pair of columns shown as one interval column in a rendered table: (low, high, heading).
+INTERVAL_COLUMNS = (
+    ("spread_min_pp", "spread_max_pp", "over seeds (pp)"),
+    ("ci_lo_pp", "ci_hi_pp", "95% interval (pp)"),
+    ("diff_lo_pp", "diff_hi_pp", "95% interval (pp)"),
+)
+
+
+def readable(df: pd.DataFrame, digits: int = 1) -> pd.DataFrame:
+    """``df`` as strings for reading: numbers rounded as :func:`format_table` rounds them, each
+    interval in one column ("[lo, hi]", placed where its low end was), the noise floor with
+    its 95% quantile ("mean (q95 hi)")."""
+    text = pd.DataFrame({c: format_table(df[[c]], digits).splitlines()[1:] if len(df) else []
+                         for c in df.columns}, index=df.index)
+    text = text.apply(lambda col: col.str.strip())
+    out = text.copy()
+    for lo, hi, heading in INTERVAL_COLUMNS:
+        if lo in out and hi in out:
+            out.insert(list(out.columns).index(lo), heading,
+                       "[" + text[lo] + ", " + text[hi] + "]")
+            out = out.drop(columns=[lo, hi])
+    if "floor_pp" in out and "floor_hi_pp" in out:
+        out.insert(list(out.columns).index("floor_pp"), "noise floor (pp)",
+                   text["floor_pp"] + " (q95 " + text["floor_hi_pp"] + ")")
+        out = out.drop(columns=["floor_pp", "floor_hi_pp"])
+    return out.replace({"[nan, nan]": "-", "nan": "-"})
+
+
+class Table:
+    """A table as a notebook shows it: rendered HTML (:func:`readable`: rounded, intervals in
+    one column, no index), and as text the fixed rounding of :func:`format_table` (what a
+    terminal shows and what the ``check`` cells compare, exactly)."""
+
+    def __init__(self, df: pd.DataFrame, digits: int = 1):
+        self.df, self.digits = df, digits
+
+    def __repr__(self) -> str:
+        return format_table(self.df, self.digits)
+
+    def _repr_html_(self) -> str:
+        return readable(self.df, self.digits).to_html(index=False, border=0, classes="initmem-table")
+
+
 # ------------------------------------------------------------------ 01 optimizer dependence
 @decided_by_rule
 def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame) -> Verdict:
@@ -359,6 +402,22 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
         t = pd.concat([t.reset_index(drop=True), pd.DataFrame(floors)], axis=1)
         rows.append(t)
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def within_horizon(epochs: pd.DataFrame, by: list[str], points: int = 4) -> pd.DataFrame:
+    """Per group of ``by``, the spread (:func:`horizon_table`, on both measures: the selected
+    predictors and the end-of-training ones) at 1/points, 2/points, ... of the group's own
+    horizon: whether the spread is still falling when training stops (the adaptive optimizers'
+    shorter horizon stays only if it is not)."""
+    parts = []
+    for _, g in epochs.groupby(by, dropna=False):
+        last = int(g["epoch"].max())
+        horizons = sorted({max(1, round(last * k / points)) for k in range(1, points + 1)})
+        for measure in ("selected", "end"):
+            t = horizon_table(g, horizons, by=by, measure=measure)
+            t.insert(len(by), "measure", measure)
+            parts.append(t)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _run_at_horizon(e: pd.DataFrame, E: int, by: list[str], measure: str) -> dict:

@@ -27,7 +27,9 @@ BN_STATS = ("running", "precise")
 # Wu & Johnson: 10^3-10^4 images suffice; 2,000 cost about 13% of a 5,000-image training epoch
 # on CPU (forward passes only), measured in bench/bn_stats_pilot.md.
 PRECISE_BN_IMAGES = 2000
-PRECISE_BN_BATCH = 500
+# 250 images per batch: 0.77x the time of 500 on CPU (bench/epoch_cost.md); the average of
+# per-batch variances is then 1/250 of a variance below the population's (Wu & Johnson, sec. 3).
+PRECISE_BN_BATCH = 250
 PRECISE_BN_SEED = 0
 
 

@@ -79,6 +79,8 @@ def build_parser():
     p = sub.add_parser("export", help="copy finished runs (no checkpoints) to a results folder")
     _common(p)
     p.add_argument("--out", required=True)
+    p.add_argument("--prune", action="store_true",
+                   help="also remove runs in --out that none of these params files names")
 
     p = sub.add_parser("import", help="copy exported runs into the store")
     p.add_argument("src")
@@ -195,6 +197,9 @@ def cmd_export(args):
     unique = unique_by_hash(c for sw in _sweeps(args) for c in sw.all_configs())
     n = store.export_runs(args.store, unique, args.out, warn=lambda m: print(m, file=sys.stderr))
     print(f"exported {n} of {len(unique)} runs to {args.out}")
+    if args.prune:
+        removed = store.prune_results(args.out, unique)
+        print(f"removed {len(removed)} runs no params file names" + (f": {', '.join(removed)}" if removed else ""))
 
 
 def cmd_import(args):

@@ -109,7 +109,8 @@ def run_finding(name: str, profile: str, *, data_dir=None, store_dir=None, out_d
 
 # ---------------------------------------------------------------- executed notebooks
 def checked_outputs(nb) -> list[str]:
-    """The printed text of each cell tagged ``check``, in order: what a notebook reports."""
+    """The printed text of each cell tagged ``check``, in order: what a notebook reports (a
+    displayed object by its text form, e.g. :class:`initlib.analysis.Table`'s fixed rounding)."""
     out = []
     for cell in nb.cells:
         if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", []):
@@ -118,7 +119,8 @@ def checked_outputs(nb) -> list[str]:
                 if o.get("output_type") == "stream" and o.get("name") == "stdout":
                     text.append(o["text"])
                 elif o.get("output_type") in ("execute_result", "display_data"):
-                    text.append(o.get("data", {}).get("text/plain", ""))
+                    shown = o.get("data", {}).get("text/plain", "")
+                    text.append(shown if shown.endswith("\n") else shown + "\n")
             out.append("".join(text))
     return out
 

@@ -463,6 +463,19 @@ def export_runs(store_dir, configs, out_dir, warn=print) -> int:
     return n
 
 
+def prune_results(out_dir, configs) -> list[str]:
+    """Remove from a results folder every run that none of ``configs`` names (a run whose
+    config changed, e.g. a rerun with another ``bn_stats``): the folder then holds exactly the
+    runs its params files describe. Returns the names removed."""
+    keep = {run_dir(out_dir, c).name for c in configs}
+    removed = []
+    for d in sorted(Path(out_dir).iterdir()) if Path(out_dir).is_dir() else []:
+        if d.is_dir() and d.name not in keep and (d / CONFIG).exists():
+            shutil.rmtree(d)
+            removed.append(d.name)
+    return removed
+
+
 def _copy_run(src: Path, dst: Path) -> None:
     """Copy a run's shipped files; the summary last, since it marks the run done."""
     dst.mkdir(parents=True, exist_ok=True)

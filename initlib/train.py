@@ -50,7 +50,9 @@ from .metrics import summarize
 from .models import build_model
 from .optim import RunsOptimizer, add_l2_, lr_factors
 
-EVAL_BATCH = 1000
+# Images per eval-mode forward pass. 250 on CPU (oneDNN, one thread) takes 0.64x the time of
+# 1,000 (caches; bench/epoch_cost.md); the numbers are per image, so the batch never changes them.
+EVAL_BATCH = 250
 DTYPES = {"fp32": torch.float32, "bf16": torch.float32, "fp64": torch.float64}
 _DATA_CACHE: dict = {}
 

@@ -12,6 +12,17 @@ def pytest_configure(config):
     # Data: $INITLIB_DATA_DIR (the Makefile sets it), else the offline copy beside the checkout.
     if not os.environ.get("INITLIB_DATA_DIR") and (SHARED / "cifar10.npz").exists():
         os.environ["INITLIB_DATA_DIR"] = str(SHARED)
+    # pytest-xdist (make test: one worker per core): a worker shares the store of the session
+    # that started it (its locks let two workers wait for, not retrain, a run both need), and
+    # its torch gets an equal share of the cores unless OMP_NUM_THREADS says otherwise.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        if not os.environ.get("OMP_NUM_THREADS"):  # also what the notebook kernels inherit
+            workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+            os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+            import torch
+            torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+        if Path(os.environ.get("INITLIB_STORE", "")).name.startswith("initlib-test-store-"):
+            return
     # A fresh, empty run store for this test session: the smoke notebooks must really train.
     # The shipped cpu results go in too: the cpu notebooks (executed with train=False)
     # re-analyse them and fail, rather than train, if a run is missing.
@@ -43,6 +54,8 @@ def same_metrics(a, b):
 
 def pytest_unconfigure(config):
     import shutil
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # the session that made the store removes it
     store = os.environ.get("INITLIB_STORE", "")
     if Path(store).name.startswith("initlib-test-store-"):
         shutil.rmtree(store, ignore_errors=True)

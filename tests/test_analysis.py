@@ -349,3 +349,21 @@ def test_where_the_selected_predictors_lie_and_both_measures():
     # the end-of-training measure reads the end predictor's numbers in the selected one's columns
     e = analysis.at_end_of_training(s.assign(final_test_acc=[0.6, 0.6, 0.5, 0.5], selected_test_acc=0.1))
     assert list(e["test_acc_at_best_val"]) == [0.6, 0.6, 0.5, 0.5] and "selected_test_acc" not in e
+
+
+def test_a_rendered_table_keeps_each_interval_in_one_column_and_its_text_form():
+    df = pd.DataFrame({"optimizer": ["adam", "sgd"], "spread_pp": [10.34, 25.26],
+                       "spread_min_pp": [9.5, 20.8], "spread_max_pp": [11.7, 31.2],
+                       "ci_lo_pp": [9.06, math.nan], "ci_hi_pp": [11.84, math.nan],
+                       "floor_pp": [2.31, 5.1], "floor_hi_pp": [4.1, 9.04], "T_SGD": [0.000156, 0.009]})
+    r = analysis.readable(df)
+    assert list(r.columns) == ["optimizer", "spread_pp", "over seeds (pp)", "95% interval (pp)",
+                               "noise floor (pp)", "T_SGD"]
+    assert list(r["95% interval (pp)"]) == ["[9.1, 11.8]", "-"]
+    assert list(r["over seeds (pp)"]) == ["[9.5, 11.7]", "[20.8, 31.2]"]
+    assert list(r["noise floor (pp)"]) == ["2.3 (q95 4.1)", "5.1 (q95 9.0)"]
+    assert list(r["T_SGD"]) == ["0.000156", "0.009"]
+    t = analysis.Table(df)
+    assert repr(t) == analysis.format_table(df)           # what the check cells compare
+    html = t._repr_html_()
+    assert "<table" in html and "[9.1, 11.8]" in html and "ci_lo_pp" not in html

@@ -402,3 +402,19 @@ def test_export_then_import_through_the_cli_round_trips_intact_runs(tmp_path):
     rdir = store.run_dir(s2, bound(p)[0])
     assert store.is_done(rdir)
     assert store.read_summary(rdir) == store.read_summary(store.run_dir(s, bound(p)[0]))
+
+
+def test_export_with_prune_keeps_exactly_the_runs_the_params_name(tmp_path):
+    out = tmp_path / "results"
+    other = {**CFG, "seed": 7}                      # a run no params file names any more
+    stale = store.run_dir(out, other)
+    stale.mkdir(parents=True)
+    (stale / store.CONFIG).write_text(json.dumps({"config": other}))
+    kept = store.run_dir(out, CFG)
+    kept.mkdir(parents=True)
+    (kept / store.CONFIG).write_text(json.dumps({"config": CFG}))
+    (out / "README.md").write_text("not a run")     # files and foreign folders are left alone
+    (out / "notes").mkdir()
+    assert store.prune_results(out, [CFG]) == [stale.name]
+    assert kept.is_dir() and not stale.exists() and (out / "README.md").exists() and (out / "notes").is_dir()
+    assert store.prune_results(tmp_path / "missing", [CFG]) == []
