@@ -1,0 +1,144 @@
+"""Pilots for issue 18: candidate cpu regimes for claims 3-5, judged by the paper's clocks.
+
+Each candidate is a cell of one claim's grid at sigma_w 0.1 and 2.5, seed 0, on 01's cpu scale
+(ResNet-9 width 0.125, 5,000 images, 1,000 val, 1,000 test, precise BatchNorm statistics)
+unless it says otherwise. ``--plan`` prints, without training, each candidate's clocks at the
+horizon beside the paper's for the cell it plays, and the two per-step quantities a smaller scale
+must not trade away (issue 18): eta x lambda, and the per-step angle of a BatchNorm kernel,
+of order lr / ||W||^2, relative to the paper's at the same sigma_w ((lr / 1e-3) x (1 / width)
+for ResNet-9; x 4 / width' for the He ResNets, whose base is 16 channels, not 64).
+``--train`` trains the candidates of ``--claims`` through the real sweep into runs_pilot/;
+without it the table also shows, for trained runs, whether they interpolate, where selection
+lands, and the spread.
+
+    python bench/claims_pilot.py --plan
+    python bench/claims_pilot.py --train --claims 03
+    python bench/claims_pilot.py --claims 03,04          # the table of what has run
+
+The paper's cells (../shared/PAPER.md; 40,000 images, 313 steps per epoch at b = 128, 300
+epochs): low-LR SGD eta 1e-3 (T_SGD 7.3e-4, flow eta x steps 94); claim 3's eta = lambda = 1e-2
+(T_SGD 0.073, T_L2 9.4, eta lambda 1e-4); claim 4's b = 16..256 at eta 1e-3 (T_SGD 0.047 at
+b = 16, 1.8e-4 at 256; flow 750 to 47).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+STORE = ROOT / "runs_pilot"
+SIGMAS = (0.1, 2.5)
+PAPER_STEPS_PER_EPOCH_B128 = 313  # 40,000 / 128
+PAPER_EPOCHS = 300
+
+BASE = dict(arch="resnet9", width=0.125, n_train=5000, n_val=1000, n_test=1000, n_selected_test=10000,
+            batch_size=128, schedule="constant", optimizer="sgd", seed=0, bn_stats="precise", epochs=128)
+
+# claim -> candidate name -> (config overrides, the paper's cell it plays: lr, l2, batch size)
+CANDIDATES = {
+    "03": {
+        # the larger-lr arm at 10x 01's lr; L2 so that T_L2 is the paper's 9.4 (eta lambda 18x the
+        # paper's), or half of it (9x); and the same lr without L2 (is it the lr or the L2?)
+        "lr0.15": (dict(lr=0.15), dict(lr=1e-2, l2=0.0, b=128)),
+        "lr0.15_l2_T4.7": (dict(lr=0.15, l2=6.1e-3), dict(lr=1e-2, l2=1e-2, b=128)),
+        "lr0.15_l2_T9.4": (dict(lr=0.15, l2=1.22e-2), dict(lr=1e-2, l2=1e-2, b=128)),
+        # 3.3x 01's lr: T_SGD 0.1, close to the paper's 0.073 for this cell; T_L2 9.4
+        "lr0.05_l2_T9.4": (dict(lr=0.05, l2=3.7e-2), dict(lr=1e-2, l2=1e-2, b=128)),
+    },
+    "04": {
+        # fixed lr and epochs over b (as the paper). At 01's lr 0.015, b = 256 gets flow 38 in
+        # 128 epochs, below the ~50-58 sigma_w 2.5 needed to interpolate (01's calibration): lr 0.03
+        # gives b = 256 01's flow (77) and T_SGD 9e-3; or lr 0.02 for 192 epochs.
+        "lr0.03_b256": (dict(lr=0.03, batch_size=256), dict(lr=1e-3, l2=0.0, b=256)),
+        "lr0.03_b16": (dict(lr=0.03, batch_size=16), dict(lr=1e-3, l2=0.0, b=16)),
+        "lr0.02_e192_b256": (dict(lr=0.02, batch_size=256, epochs=192), dict(lr=1e-3, l2=0.0, b=256)),
+    },
+    "05": {
+        # He ResNets at width 0.25 (4-16 channels) and 0.5, 01's lr and horizon: does the
+        # smallest sigma_w interpolate (so that a failure at 2.5 is a failure of sigma_w)?
+        "resnet20_w0.25": (dict(arch="resnet20", width=0.25, lr=0.015), dict(lr=1e-3, l2=0.0, b=128)),
+        "resnet56_w0.25": (dict(arch="resnet56", width=0.25, lr=0.015), dict(lr=1e-3, l2=0.0, b=128)),
+        "resnet56_w0.5": (dict(arch="resnet56", width=0.5, lr=0.015), dict(lr=1e-3, l2=0.0, b=128)),
+    },
+}
+
+
+def configs(claims) -> dict[str, dict]:
+    from initlib.config import resolve
+    return {f"{claim}:{name}:s{sw}": resolve({**BASE, **over, "sigma_w": sw})
+            for claim in claims for name, (over, _) in CANDIDATES[claim].items() for sw in SIGMAS}
+
+
+def paper_cell(claim: str, name: str) -> dict:
+    return CANDIDATES[claim][name][1]
+
+
+def clocks_of(lr: float, l2: float, b: int, steps: int) -> dict:
+    return {"T_SGD": steps * lr ** 2 / b, "T_L2": l2 * lr * steps, "flow": lr * steps, "eta_lambda": lr * l2}
+
+
+def plan_row(key: str, cfg: dict) -> dict:
+    claim, name, _ = key.split(":")
+    steps = cfg["epochs"] * math.ceil(cfg["n_train"] / cfg["batch_size"])
+    ours = clocks_of(cfg["lr"], cfg["l2"], cfg["batch_size"], steps)
+    p = paper_cell(claim, name)
+    paper_steps = PAPER_EPOCHS * math.ceil(40000 / p["b"])
+    theirs = clocks_of(p["lr"], p["l2"], p["b"], paper_steps)
+    angle = (cfg["lr"] / p["lr"]) / cfg["width"]  # width is relative to each family's paper width
+    return {"candidate": f"{claim} {name}", "steps": steps,
+            "T_SGD (paper)": f"{ours['T_SGD']:.2g} ({theirs['T_SGD']:.2g})",
+            "T_L2 (paper)": f"{ours['T_L2']:.2g} ({theirs['T_L2']:.2g})",
+            "flow lr x steps (paper)": f"{ours['flow']:.0f} ({theirs['flow']:.0f})",
+            "eta lambda (paper)": f"{ours['eta_lambda']:.2g} ({theirs['eta_lambda']:.2g})",
+            "angle vs paper": f"{angle:.0f}x"}
+
+
+def result_row(key: str, cfg: dict) -> dict:
+    from initlib import store
+    from initlib.metrics import share_interpolating_after_tau
+    rdir = store.run_dir(STORE, cfg)
+    if not store.is_done(rdir):
+        return {"candidate": key, "tau_interp": "(not run)"}
+    s, e = store.read_summary(rdir), store.read_epochs(rdir)
+    return {"candidate": key, "tau_interp": s["tau_interp"] or "never",
+            "best_train_acc": f"{e['train_acc'].max():.1%}",
+            "after_tau_at_99": f"{share_interpolating_after_tau(e):.0%}" if s["tau_interp"] else "-",
+            "selected_epoch_train_acc": f"{s['best_val_epoch']}: {s['train_acc_at_best_val']:.1%}",
+            "selected_test_acc": f"{s['selected_test_acc']:.1%}", "end_test_acc": f"{s['end_test_acc']:.1%}",
+            "s_per_epoch": f"{e['wall_s'].diff().median():.1f}"}
+
+
+def markdown(df: pd.DataFrame) -> str:
+    return "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n" + "\n".join(
+        "| " + " | ".join(str(v) for v in r) + " |" for r in df.fillna("").itertuples(index=False))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--claims", default="03,04,05")
+    ap.add_argument("--plan", action="store_true", help="the clock table only, no training")
+    ap.add_argument("--train", action="store_true")
+    a = ap.parse_args()
+    claims = a.claims.split(",")
+    cfgs = configs(claims)
+    if a.plan:
+        rows = {plan_row(k, c)["candidate"]: plan_row(k, c) for k, c in cfgs.items()}
+        print(markdown(pd.DataFrame(rows.values())))
+        return
+    if a.train:
+        from initlib.params import Sweep
+        from initlib.sweep import bind_to_data, run_sweep
+        sw = Sweep(Path("claims_pilot"), "cpu", list(cfgs.values()))
+        bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
+        run_sweep(sw.configs, STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="claims pilot")
+    print(markdown(pd.DataFrame([result_row(k, c) for k, c in cfgs.items()])))
+
+
+if __name__ == "__main__":
+    main()
