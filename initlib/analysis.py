@@ -674,19 +674,39 @@ CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "wi
 
 
 def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFrame | None = None,
-                               horizons: list[int] | None = None) -> pd.DataFrame:
-    """The clock points of every finished configuration (``source`` "final"), plus, from the
-    per-epoch metrics of long constant-lr runs, one T_SGD point per shorter horizon (``source``
-    "02 horizon": what a run of that many epochs would have given). Every clock is read at the
-    selected epoch of the predictors scored. The horizon equal to a
-    run's full length is that run's own final point and is kept once."""
-    points = clock_points(summaries, CLOCK_GROUP_KEYS).assign(source="final")
-    if long_epochs is None or long_epochs.empty or not horizons:
-        return points
-    h = horizon_table(long_epochs, horizons, by=[k for k in CLOCK_GROUP_KEYS if k != "epochs"])
-    h = h.rename(columns={"horizon_epochs": "epochs"}).assign(family="T_SGD", source="02 horizon")
-    points = pd.concat([points, h], ignore_index=True)
-    return points.drop_duplicates(CLOCK_GROUP_KEYS, keep="first")
+                               horizons: list[int] | None = None,
+                               adaptive_epochs: pd.DataFrame | None = None,
+                               adaptive_points: int = 4) -> pd.DataFrame:
+    """The clock points of every finished configuration (``source`` "final"), plus points from
+    shorter horizons of the same runs (what a run of E epochs would have given,
+    :func:`horizon_table`): from the per-epoch metrics of long constant-lr runs, one T_SGD
+    point per horizon in ``horizons`` (``source`` "02 horizon"); from the adaptive runs, one
+    T_adapt point at each 1/``adaptive_points`` of their horizon (``source`` "01 horizon").
+    Every clock is read at the selected epoch of the predictors scored. A horizon whose
+    predictors are those of a longer one (the same selected epochs) is the same point, kept
+    once, at the longer horizon; the horizon equal to a run's full length is that run's own
+    final point."""
+    points = [clock_points(summaries, CLOCK_GROUP_KEYS).assign(source="final")]
+    if long_epochs is not None and not long_epochs.empty and horizons:
+        points.append(_horizon_points(long_epochs, horizons, "T_SGD", "02 horizon"))
+    if adaptive_epochs is not None and not adaptive_epochs.empty:
+        for _, g in adaptive_epochs.groupby([k for k in CLOCK_GROUP_KEYS if k != "epochs"], dropna=False):
+            last = int(g["epoch"].max())
+            hs = sorted({max(1, round(last * k / adaptive_points)) for k in range(1, adaptive_points + 1)})
+            points.append(_horizon_points(g, hs, "T_adapt", "01 horizon"))
+    return pd.concat(points, ignore_index=True).drop_duplicates(CLOCK_GROUP_KEYS, keep="first")
+
+
+def _horizon_points(epochs: pd.DataFrame, horizons: list[int], family: str, source: str) -> pd.DataFrame:
+    """Clock points at shorter horizons of long runs; of horizons that score the same
+    predictors (the same selected epochs), the longest is kept."""
+    by = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]
+    h = horizon_table(epochs, horizons, by=by)
+    if h.empty:
+        return h
+    h = h.rename(columns={"horizon_epochs": "epochs"}).assign(family=family, source=source)
+    h = h.sort_values("epochs", ascending=False).drop_duplicates(by + ["selected_epochs"], keep="first")
+    return h.sort_values("epochs")
 
 
 MIN_CLOCK_POINTS = 5  # fewer points give a bootstrap interval of rho that says little

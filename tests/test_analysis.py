@@ -367,3 +367,23 @@ def test_a_rendered_table_keeps_each_interval_in_one_column_and_its_text_form():
     assert repr(t) == analysis.format_table(df)           # what the check cells compare
     html = t._repr_html_()
     assert "<table" in html and "[9.1, 11.8]" in html and "ci_lo_pp" not in html
+
+
+def adaptive_run_epochs(decreasing_val_loss: bool) -> pd.DataFrame:
+    """long_run_epochs as Adam runs (the keys of a clock point), with the validation loss either
+    lowest at epoch 10 (every horizon from 10 on scores the same predictors) or still falling."""
+    e = long_run_epochs(0.35)
+    if decreasing_val_loss:
+        e["val_loss"] = 2.0 - e["epoch"] / 1000
+    return e.assign(optimizer="adam", lr=0.005, l2=0.0, batch_size=128, epochs=200, arch="resnet9",
+                    width=0.125, n_train=5000)
+
+
+@pytest.mark.parametrize("decreasing,expect", [(False, [200]), (True, [50, 100, 150, 200])])
+def test_horizon_points_count_each_set_of_predictors_once(decreasing, expect):
+    e = adaptive_run_epochs(decreasing)
+    pts = analysis._horizon_points(e, [50, 100, 150, 200], "T_adapt", "01 horizon")
+    assert list(pts["epochs"]) == expect
+    assert set(pts["family"]) == {"T_adapt"} and set(pts["source"]) == {"01 horizon"}
+    if decreasing:   # each horizon's clock is read at its own selected epoch
+        assert list(pts["T_adapt"]) == pytest.approx([5.0, 10.0, 15.0, 20.0])
