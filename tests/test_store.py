@@ -308,7 +308,8 @@ def _processes_mentioning(text: str) -> list[int]:
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_ctrl_c_and_sigterm_stop_every_worker_cleanly(tmp_path, how):
-    p = write_params(tmp_path, "grid: {sigma_w: [0.5, 1.0, 2.0]}", base=", epochs: 25")
+    # 12 epochs: the signal comes after the first checkpoints, long before any run can finish
+    p = write_params(tmp_path, "grid: {sigma_w: [0.5, 1.0, 2.0]}", base=", epochs: 12, n_selected_test: 500")
     s = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "initlib", "sweep", str(p), "--store", str(s),
                              "--workers", "2"], cwd=ROOT, stdout=subprocess.PIPE,
