@@ -120,8 +120,12 @@ def at_end_of_training(summaries: pd.DataFrame) -> pd.DataFrame:
     epoch) instead of the selected ones, in the columns the spread machinery reads: on every
     test image with per-image correctness (``end_test_*``) when every run has it, else on the
     per-epoch test images (``final_test_acc``; runs from before the end predictor was scored,
-    so no bootstrap interval). Clocks: those of the horizon."""
+    so no bootstrap interval). Clocks: those of the horizon. ``interpolated`` and
+    ``max_train_acc`` become the end predictors' own (their train accuracy at the last epoch),
+    so a table says whether the predictors it scores interpolate, not whether the run once did."""
     full = "end_test_acc" in summaries and summaries["end_test_acc"].notna().all()
+    final = summaries["final_train_acc"].astype(float)
+    summaries = summaries.assign(max_train_acc=final, interpolated=final >= metrics.INTERP_THRESHOLD)
     if full:
         return summaries.assign(selected_test_acc=summaries["end_test_acc"].astype(float),
                                 selected_test_n=summaries["end_test_n"],

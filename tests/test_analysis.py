@@ -347,8 +347,13 @@ def test_where_the_selected_predictors_lie_and_both_measures():
     alone = analysis.on_both_measures(yes, analysis.Verdict(None, "no interval (runs without per-image correctness)"))
     assert alone.holds is True and "alone" in alone.text
     # the end-of-training measure reads the end predictor's numbers in the selected one's columns
-    e = analysis.at_end_of_training(s.assign(final_test_acc=[0.6, 0.6, 0.5, 0.5], selected_test_acc=0.1))
+    e = analysis.at_end_of_training(s.assign(final_test_acc=[0.6, 0.6, 0.5, 0.5], selected_test_acc=0.1,
+                                             final_train_acc=[1.0, 0.996, 0.62, 0.999],
+                                             max_train_acc=1.0, interpolated=True))
     assert list(e["test_acc_at_best_val"]) == [0.6, 0.6, 0.5, 0.5] and "selected_test_acc" not in e
+    # and its train accuracy is the end predictor's own: a run that once interpolated may not now
+    assert list(e["interpolated"]) == [True, True, False, True]
+    assert list(e["max_train_acc"]) == [1.0, 0.996, 0.62, 0.999]
 
 
 def test_a_rendered_table_keeps_each_interval_in_one_column_and_its_text_form():
