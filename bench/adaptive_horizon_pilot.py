@@ -47,17 +47,10 @@ def table():
     done = [c for c in configs() if store.is_done(store.run_dir(STORE, c))]
     if not done:
         return "(no run finished yet)"
-    e = store.load_epochs(STORE, done)
-    parts = []
-    for measure in ("selected", "end"):
-        t = analysis.horizon_table(e, list(HORIZONS), by=["optimizer"], measure=measure)
-        t.insert(1, "measure", measure)
-        parts.append(t)
-    import pandas as pd
+    t = analysis.horizon_table_on_both_measures(store.load_epochs(STORE, done), list(HORIZONS), ["optimizer"])
     cols = ["optimizer", "measure", "horizon_epochs", "spread_pp", "selected_epochs",
             "lowest_train_acc_scored", "T_adapt", "floor_pp", "floor_hi_pp"]
-    t = pd.concat(parts).sort_values(["optimizer", "measure", "horizon_epochs"])[cols]
-    return analysis.format_table(t)
+    return analysis.format_table(t.sort_values(["optimizer", "measure", "horizon_epochs"])[cols])
 
 
 def main():

@@ -408,19 +408,29 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
+def horizons_at_fractions(last: int, points: int) -> list[int]:
+    """The horizons 1/points, 2/points, ..., 1 of a run of ``last`` epochs (distinct, >= 1)."""
+    return sorted({max(1, round(last * k / points)) for k in range(1, points + 1)})
+
+
+def horizon_table_on_both_measures(epochs: pd.DataFrame, horizons: list[int], by: list[str]) -> pd.DataFrame:
+    """:func:`horizon_table` for the selected and for the end-of-training predictors, one
+    below the other, with a ``measure`` column after ``by``."""
+    parts = []
+    for measure in ("selected", "end"):
+        t = horizon_table(epochs, horizons, by=by, measure=measure)
+        t.insert(len(by), "measure", measure)
+        parts.append(t)
+    return pd.concat(parts, ignore_index=True)
+
+
 def within_horizon(epochs: pd.DataFrame, by: list[str], points: int = 4) -> pd.DataFrame:
     """Per group of ``by``, the spread (:func:`horizon_table`, on both measures: the selected
     predictors and the end-of-training ones) at 1/points, 2/points, ... of the group's own
     horizon: whether the spread is still falling when training stops (the adaptive optimizers'
     shorter horizon stays only if it is not)."""
-    parts = []
-    for _, g in epochs.groupby(by, dropna=False):
-        last = int(g["epoch"].max())
-        horizons = sorted({max(1, round(last * k / points)) for k in range(1, points + 1)})
-        for measure in ("selected", "end"):
-            t = horizon_table(g, horizons, by=by, measure=measure)
-            t.insert(len(by), "measure", measure)
-            parts.append(t)
+    parts = [horizon_table_on_both_measures(g, horizons_at_fractions(int(g["epoch"].max()), points), by)
+             for _, g in epochs.groupby(by, dropna=False)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
@@ -695,8 +705,7 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
         points.append(_horizon_points(long_epochs, horizons, "T_SGD", "02 horizon"))
     if adaptive_epochs is not None and not adaptive_epochs.empty:
         for _, g in adaptive_epochs.groupby([k for k in CLOCK_GROUP_KEYS if k != "epochs"], dropna=False):
-            last = int(g["epoch"].max())
-            hs = sorted({max(1, round(last * k / adaptive_points)) for k in range(1, adaptive_points + 1)})
+            hs = horizons_at_fractions(int(g["epoch"].max()), adaptive_points)
             points.append(_horizon_points(g, hs, "T_adapt", "01 horizon"))
     return pd.concat(points, ignore_index=True).drop_duplicates(CLOCK_GROUP_KEYS, keep="first")
 
