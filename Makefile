@@ -36,7 +36,9 @@ DEVICE ?= auto
 # worker per core for cpu (measured on 2 cores: 1.25x the throughput of one 2-thread process; and 1-thread numbers do not
 # depend on how many cores the machine has), 1 elsewhere (GPUs: use RUNS_PER_GPU).
 WORKERS ?=
-NPROC := $(shell nproc 2>/dev/null || echo 1)
+# Cores this process may use. nproc alone answers OMP_NUM_THREADS (1 under OMP_NUM_THREADS=1),
+# which says how many threads each process uses, not how many processes the cores can hold.
+NPROC := $(shell env -u OMP_NUM_THREADS nproc 2>/dev/null || echo 1)
 workers_for = $(or $(WORKERS),$(if $(filter cpu,$(1)),$(NPROC),1))
 EXECUTOR ?= local
 RUNS_PER_GPU ?=
