@@ -6,7 +6,9 @@ Per params file: its runs, the worker time they took (sum of per-epoch wall time
 counted once: a run that two findings share is counted under the first file), and for the
 whole profile the elapsed time from the first run's start to the last run's end (as recorded
 in attempts.jsonl and metrics.csv). With W parallel workers the elapsed time is about the
-worker time / W.
+worker time / W. ``worker_min_no_stalls`` counts an epoch that took more than 3x its run's
+median (a process stopped with SIGSTOP for a clean timing elsewhere, or a machine suspended)
+as a median epoch: what the training itself cost.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def main() -> None:
     seen, rows, starts, ends = set(), [], [], []
     for p in sorted((ROOT / "params").glob("0*.yaml")):
         sw = load_params(p, args.profile)
-        worker_s, n, shared = 0.0, 0, 0
+        worker_s, steady_s, n, shared = 0.0, 0.0, 0, 0
         for cfg in sw.configs:
             h = run_hash(cfg)
             if h in seen:
@@ -45,15 +47,20 @@ def main() -> None:
                 continue
             m = pd.read_csv(rdir / store.METRICS)
             worker_s += float(m["wall_s"].sum())
+            med = float(m["wall_s"].median())
+            steady_s += float(m["wall_s"].where(m["wall_s"] <= 3 * med, med).sum())
             n += 1
-            attempts = [json.loads(line) for line in (rdir / "attempts.jsonl").read_text().splitlines()]
-            starts.append(min(a["time"] for a in attempts))
-            ends.append(os.path.getmtime(rdir / store.SUMMARY))
+            log = rdir / "attempts.jsonl"
+            if log.exists():  # runs imported from results/ (make figures) have no attempt log
+                starts.append(min(json.loads(line)["time"] for line in log.read_text().splitlines()))
+                ends.append(os.path.getmtime(rdir / store.SUMMARY))
         rows.append({"params": p.stem, "runs": len(sw.configs), "trained_here": n,
-                     "shared_with_earlier": shared, "worker_min": round(worker_s / 60, 1)})
+                     "shared_with_earlier": shared, "worker_min": round(worker_s / 60, 1),
+                     "worker_min_no_stalls": round(steady_s / 60, 1)})
     df = pd.DataFrame(rows)
     print(df.to_string(index=False))
-    print(f"total worker time {df['worker_min'].sum():.1f} min")
+    print(f"total worker time {df['worker_min'].sum():.1f} min "
+          f"({df['worker_min_no_stalls'].sum():.1f} without stalls)")
     if starts:
         print(f"elapsed, first run start to last run end: {(max(ends) - min(starts)) / 60:.1f} min")
 
