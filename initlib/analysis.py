@@ -392,6 +392,7 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
         premise += ": the claim's premise (>= 99.5% train accuracy) is not met"
     measured = [measure(f"{o} spread", t[o], rows.loc[o, "ci_lo_pp"], rows.loc[o, "ci_hi_pp"],
                         rows.loc[o, "floor_hi_pp"]) for o in ("sgd", *adaptive)]
+    measured.append(measure("sgd predictors scored that interpolate", sgd["interpolated"], unit="%"))
     return Verdict(holds, f"SGD spread {t['sgd']:.1f} pp [{sgd['ci_lo_pp']:.1f}, {sgd['ci_hi_pp']:.1f}] "
                           f"(noise floor {sgd['floor_pp']:.1f}, 95% quantile {floor:.1f}: "
                           f"{'above' if above_floor else 'not above'} it); {parts} (95% intervals); {premise}",
