@@ -115,6 +115,13 @@ END_MEASURE = "end-of-training predictors"
 SELECTED_MEASURE = "selected predictors (best validation loss: the paper's measure)"
 
 
+def _scored_train_acc(summaries: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``interpolated`` and ``max_train_acc`` from the train accuracy ``column`` of the
+    predictors a table scores, in place of the run's best."""
+    acc = summaries[column].astype(float)
+    return summaries.assign(max_train_acc=acc, interpolated=acc >= metrics.INTERP_THRESHOLD)
+
+
 def at_end_of_training(summaries: pd.DataFrame) -> pd.DataFrame:
     """The same runs measured by their end-of-training predictors (the weights of the last
     epoch) instead of the selected ones, in the columns the spread machinery reads: on every
@@ -124,8 +131,7 @@ def at_end_of_training(summaries: pd.DataFrame) -> pd.DataFrame:
     ``max_train_acc`` become the end predictors' own (their train accuracy at the last epoch),
     so a table says whether the predictors it scores interpolate, not whether the run once did."""
     full = "end_test_acc" in summaries and summaries["end_test_acc"].notna().all()
-    final = summaries["final_train_acc"].astype(float)
-    summaries = summaries.assign(max_train_acc=final, interpolated=final >= metrics.INTERP_THRESHOLD)
+    summaries = _scored_train_acc(summaries, "final_train_acc")
     if full:
         return summaries.assign(selected_test_acc=summaries["end_test_acc"].astype(float),
                                 selected_test_n=summaries["end_test_n"],
@@ -143,8 +149,7 @@ def at_selected(summaries: pd.DataFrame) -> pd.DataFrame:
     ``train_acc_at_best_val`` keep the run's own."""
     if "train_acc_at_best_val" not in summaries or summaries["train_acc_at_best_val"].isna().any():
         return summaries
-    at = summaries["train_acc_at_best_val"].astype(float)
-    return summaries.assign(max_train_acc=at, interpolated=at >= metrics.INTERP_THRESHOLD)
+    return _scored_train_acc(summaries, "train_acc_at_best_val")
 
 
 def selection_table(summaries: pd.DataFrame, by: list[str]) -> pd.DataFrame:
