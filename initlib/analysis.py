@@ -436,6 +436,7 @@ def horizon_table(epochs: pd.DataFrame, horizons: list[int], by: list[str] | Non
             fl = noise_floor(acc.to_numpy(), n_test)
             g = g.sort_values(["sigma_w", "seed"])
             floors.append({"selected_epochs": "/".join(str(v) for v in g["scored_epoch"]),
+                           "scored_epoch": float(g["scored_epoch"].astype(float).mean()),
                            "lowest_train_acc_scored": 100 * float(g["train_acc_scored"].min()),
                            "mean_acc": float(np.nanmean(acc.to_numpy())), "test_images": n_test,
                            "floor_pp": 100 * fl["expected"], "floor_hi_pp": 100 * fl["upper"],
@@ -712,49 +713,66 @@ def at_selected_clocks(summaries: pd.DataFrame) -> pd.DataFrame:
     return summaries.assign(**{c: summaries[f"{c}_at_best_val"].astype(float) for c in CLOCKS})
 
 
-def clock_points(summaries: pd.DataFrame, group_keys: list[str]) -> pd.DataFrame:
+MEASURES = ("selected", "end")  # the paper's predictors (best validation loss), and the last epoch's
+
+
+def clock_points(summaries: pd.DataFrame, group_keys: list[str], measure: str = "selected") -> pd.DataFrame:
     """One point per group of runs differing only in sigma_w and seed: its spread (mean over
-    seeds) and the clocks its scored predictors had reached (at their selected epochs),
-    labelled with the family of its governing clock."""
-    t = spread_table(at_selected_clocks(summaries), group_keys, sigma_grid_per_group=True)
+    seeds) and the clocks its scored predictors had reached, labelled with the family of its
+    governing clock. ``measure`` "selected": the predictors at the best validation loss, clocks
+    at their selected epochs; "end": the weights of the last epoch, clocks at the horizon.
+    ``interpolated`` and ``min_max_train_acc`` describe the predictors scored."""
+    if measure not in MEASURES:
+        raise ValueError(f"measure must be one of {MEASURES}, not {measure!r}")
+    runs = at_selected_clocks(at_selected(summaries)) if measure == "selected" else at_end_of_training(summaries)
+    t = spread_table(runs, group_keys, sigma_grid_per_group=True)
     t["family"] = [clock_family(o, l) for o, l in zip(t["optimizer"], t["l2"])]
-    return t
+    col = "best_val_epoch" if measure == "selected" else "epochs"  # the epoch of the predictors scored
+    scored = runs[col].astype(float) if col in runs else math.nan
+    epoch = runs.assign(scored_epoch=scored).groupby(group_keys, dropna=False)["scored_epoch"].mean()
+    return t.merge(epoch.reset_index(), on=group_keys, how="left")
 
 
 CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train"]
 
 
 def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFrame | None = None,
-                               horizons: list[int] | None = None,
-                               adaptive_epochs: pd.DataFrame | None = None,
-                               adaptive_points: int = 4) -> pd.DataFrame:
+                               horizons: list[int] | None = None, run_epochs: pd.DataFrame | None = None,
+                               points_per_run: int = 4, measure: str = "selected") -> pd.DataFrame:
     """The clock points of every finished configuration (``source`` "final"), plus points from
     shorter horizons of the same runs (what a run of E epochs would have given,
-    :func:`horizon_table`): from the per-epoch metrics of long constant-lr runs, one T_SGD
-    point per horizon in ``horizons`` (``source`` "02 horizon"); from the adaptive runs, one
-    T_adapt point at each 1/``adaptive_points`` of their horizon (``source`` "01 horizon").
-    Every clock is read at the selected epoch of the predictors scored. A horizon whose
-    predictors are those of a longer one (the same selected epochs) is the same point, kept
-    once, at the longer horizon; the horizon equal to a run's full length is that run's own
-    final point."""
-    points = [clock_points(summaries, CLOCK_GROUP_KEYS).assign(source="final")]
+    :func:`horizon_table`; every schedule here is constant, so a run's first E epochs are
+    those of a run of E epochs): one point per horizon in ``horizons`` from the per-epoch
+    metrics ``long_epochs`` (02's long runs, ``source`` "02 horizon"), and one at each
+    1/``points_per_run`` of its horizon for every configuration in ``run_epochs`` (``source``
+    "horizon"), each in the family of its own governing clock. Every clock is that of the
+    predictors scored (``measure``: see :func:`clock_points`). A horizon whose predictors are
+    those of a longer one (the same selected epochs) is the same point, kept once, at the
+    longer horizon; the horizon equal to a run's full length is that run's own final point."""
+    final = clock_points(summaries, CLOCK_GROUP_KEYS, measure)
+    points = [final.assign(source="final", lowest_train_acc_scored=final["min_max_train_acc"])]
     if long_epochs is not None and not long_epochs.empty and horizons:
-        points.append(_horizon_points(long_epochs, horizons, "T_SGD", "02 horizon"))
-    if adaptive_epochs is not None and not adaptive_epochs.empty:
-        for _, g in adaptive_epochs.groupby([k for k in CLOCK_GROUP_KEYS if k != "epochs"], dropna=False):
-            hs = horizons_at_fractions(int(g["epoch"].max()), adaptive_points)
-            points.append(_horizon_points(g, hs, "T_adapt", "01 horizon"))
+        points.append(_horizon_points(long_epochs, horizons, "02 horizon", measure))
+    if run_epochs is not None and not run_epochs.empty:
+        run_epochs = run_epochs.drop_duplicates(["hash", "epoch"])  # a run that two sources share
+        for _, g in run_epochs.groupby(CLOCK_GROUP_KEYS, dropna=False):
+            hs = horizons_at_fractions(int(g["epoch"].max()), points_per_run)
+            points.append(_horizon_points(g, hs, "horizon", measure))
+    points = [p for p in points if not p.empty]
     return pd.concat(points, ignore_index=True).drop_duplicates(CLOCK_GROUP_KEYS, keep="first")
 
 
-def _horizon_points(epochs: pd.DataFrame, horizons: list[int], family: str, source: str) -> pd.DataFrame:
-    """Clock points at shorter horizons of long runs; of horizons that score the same
-    predictors (the same selected epochs), the longest is kept."""
+def _horizon_points(epochs: pd.DataFrame, horizons: list[int], source: str,
+                    measure: str = "selected") -> pd.DataFrame:
+    """Clock points at shorter horizons of long runs, each in the family of its governing
+    clock; of horizons that score the same predictors (the same selected epochs), the longest
+    is kept."""
     by = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]
-    h = horizon_table(epochs, horizons, by=by)
+    h = horizon_table(epochs, horizons, by=by, measure=measure)
     if h.empty:
         return h
-    h = h.rename(columns={"horizon_epochs": "epochs"}).assign(family=family, source=source)
+    h = h.rename(columns={"horizon_epochs": "epochs"}).assign(source=source)
+    h["family"] = [clock_family(o, l) for o, l in zip(h["optimizer"], h["l2"])]
     h = h.sort_values("epochs", ascending=False).drop_duplicates(by + ["selected_epochs"], keep="first")
     return h.sort_values("epochs")
 
@@ -773,41 +791,71 @@ def scale_label(scale: dict) -> str:
 
 
 
+PIPELINE_KEYS = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]  # one pipeline: its horizons share runs
+
+
+def pipelines_of(points: pd.DataFrame) -> np.ndarray:
+    """A label per point naming its pipeline (every clock key but the horizon): the points of
+    one pipeline's horizons come from the same runs, so they are resampled together. Without
+    those columns, each point is its own pipeline."""
+    keys = [k for k in PIPELINE_KEYS if k in points.columns]
+    if not keys:
+        return np.array([str(i) for i in range(len(points))])
+    return np.array(["|".join(str(v) for v in r) for r in points[keys].itertuples(index=False)])
+
+
 @decided_by_rule
 def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
-    """Holds if, within each family at each scale (architecture, width, training-set size)
-    with >= 5 points, the spread falls as its governing clock grows: the 95% interval of
-    Spearman's rho(clock, spread) (bootstrap over the points, initlib.stats.rho_interval) lies
-    below 0 for every such group. Does not hold if one group's interval lies above 0; undecided
-    otherwise. Scales are never pooled: a larger training set gives larger spreads at smaller
-    clocks, which alone would make a pooled rho negative. Points whose spread is undefined
-    (diverged or missing runs) are left out and counted; groups with fewer points are shown,
-    not decided."""
-    from .stats import rho_interval
+    """Within each family at each scale (architecture, width, training-set size), Spearman's
+    rho between the governing clock and the spread, and rho(clock) - rho(epoch of the
+    predictors scored): whether the clock, not the epoch count, orders the spread where the
+    two disagree (another lr, batch size or L2 at the same epochs). 95% intervals from a
+    bootstrap that resamples whole pipelines (the horizons of one pipeline share runs;
+    initlib.stats.rho_interval, rho_difference_interval). A group is decided with >= 5 points
+    from >= 2 pipelines. Holds if in every decided group the spread falls as the clock grows
+    (rho's interval below 0) and in at least one the clock orders it better than epochs (the
+    difference's interval below 0). Does not hold if in a decided group the spread rises with
+    the clock (interval above 0) or epochs order it better than the clock (difference above 0).
+    Undecided otherwise. Scales are never pooled: a larger training set gives larger spreads at
+    smaller clocks, which alone would make a pooled rho negative. Points whose spread is
+    undefined (diverged or missing runs) are left out and counted; other groups are shown, not
+    decided."""
+    from .stats import rho_difference_interval, rho_interval
     scale_keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
+    nan3 = (math.nan, math.nan, math.nan)
     rows = []
     for key, g in points.groupby(["family", *scale_keys], sort=True):
         fam = key[0]
         ok = g[np.isfinite(g["spread_pp"])]
-        rho, lo, hi = (rho_interval(ok[fam], ok["spread_pp"]) if len(ok) >= 3
-                       else (math.nan, math.nan, math.nan))
+        pipes = pipelines_of(ok)
+        n_pipes = len(set(pipes.tolist()))
+        rho, lo, hi = rho_interval(ok[fam], ok["spread_pp"], clusters=pipes) if len(ok) >= 3 else nan3
+        has_epochs = ("scored_epoch" in ok and len(ok) >= 3
+                      and bool(np.isfinite(ok["scored_epoch"].astype(float)).all()))
+        d, d_lo, d_hi = (rho_difference_interval(ok[fam], ok["scored_epoch"], ok["spread_pp"], pipes)
+                         if has_epochs else nan3)
         rows.append({"clock": fam, "scale": scale_label(dict(zip(scale_keys, key[1:]))),
-                     "points": len(ok), "undefined": len(g) - len(ok),
-                     "rho": rho, "rho_lo": lo, "rho_hi": hi, "decided": len(ok) >= MIN_CLOCK_POINTS})
+                     "points": len(ok), "pipelines": n_pipes, "undefined": len(g) - len(ok),
+                     "rho": rho, "rho_lo": lo, "rho_hi": hi,
+                     "rho_minus_rho_epochs": d, "diff_lo": d_lo, "diff_hi": d_hi,
+                     "decided": len(ok) >= MIN_CLOCK_POINTS and n_pipes >= 2})
     rho = pd.DataFrame(rows)
-    decided = rho[rho["decided"]]
+    decided = rho[rho["decided"]] if len(rho) else rho
     if decided.empty:
         return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points with a defined spread "
-                             f"at one scale"), rho
-    holds = True if (decided["rho_hi"] < 0).all() else (False if (decided["rho_lo"] > 0).any() else None)
+                             f"from 2 or more pipelines at one scale"), rho
+    rises, epochs_better = bool((decided["rho_lo"] > 0).any()), bool((decided["diff_lo"] > 0).any())
+    falls, clock_better = bool((decided["rho_hi"] < 0).all()), bool((decided["diff_hi"] < 0).any())
+    holds = False if (rises or epochs_better) else (True if (falls and clock_better) else None)
     name = lambda c, sc: f"{c} at {sc}" if sc else c  # noqa: E731
-    parts = ", ".join(f"{name(c, sc)}: rho={r:+.2f} [{lo:+.2f}, {hi:+.2f}] ({n} pts{'' if d else ', not decided'})"
-                      if np.isfinite(r) else f"{name(c, sc)}: n/a ({n} pts)"
-                      for c, sc, n, r, lo, hi, d in zip(rho["clock"], rho["scale"], rho["points"], rho["rho"],
-                                                       rho["rho_lo"], rho["rho_hi"], rho["decided"]))
-    measured = [measure(f"rho({name(c, sc)}, spread), {n} points", r, lo, hi, unit="")
-                for c, sc, n, r, lo, hi in zip(rho["clock"], rho["scale"], rho["points"], rho["rho"],
-                                               rho["rho_lo"], rho["rho_hi"])
-                if np.isfinite(r)]
-    return Verdict(holds, f"spread vs governing clock, Spearman {parts} (95% intervals)",
+    interval = lambda v, lo, hi: f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(v) else "n/a"  # noqa: E731
+    parts = "; ".join(f"{name(r.clock, r.scale)}: rho={interval(r.rho, r.rho_lo, r.rho_hi)}, rho - rho(epochs)="
+                      f"{interval(r.rho_minus_rho_epochs, r.diff_lo, r.diff_hi)} ({r.points} pts, {r.pipelines} "
+                      f"pipelines{'' if r.decided else ', not decided'})" for r in rho.itertuples())
+    measured = [measure(f"rho({name(r.clock, r.scale)}, spread), {r.points} points", r.rho, r.rho_lo, r.rho_hi,
+                        unit="") for r in rho.itertuples() if np.isfinite(r.rho)]
+    measured += [measure(f"rho({name(r.clock, r.scale)}) - rho(epochs)", r.rho_minus_rho_epochs, r.diff_lo,
+                         r.diff_hi, unit="") for r in rho.itertuples()
+                 if r.decided and np.isfinite(r.rho_minus_rho_epochs)]
+    return Verdict(holds, f"spread vs governing clock, Spearman (95% intervals, pipelines resampled): {parts}",
                    measured=measured), rho

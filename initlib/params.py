@@ -12,6 +12,8 @@ A params file (``params/<name>.yaml``)::
         base: {width: 0.125, ...}     # run keys for this profile (override the top base)
         grid: {sigma_w: [...], seed: [0, 1]}        # cartesian product
         variants: [{optimizer: sgd, lr: 0.02}, ...] # alternatives, crossed with the grid
+        # a variant may cross its own grid instead: {lr: 0.15, grid: {sigma_w: [0.1, 2.5], seed: [0]}}
+        # (its keys replace the profile grid's for that variant; the others stay)
         analysis: {...}               # read by the notebook, never by the trainer
 
 Every expanded config is validated when the file is read; errors name the file, the profile
@@ -95,22 +97,30 @@ def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
     base = {**(spec.get("base") or {}), **(prof.get("base") or {})}
     grid = prof.get("grid") or {}
     variants = prof.get("variants") or [{}]
-    for part, keys in (("base", base), ("grid", grid), *((f"variants[{i}]", v) for i, v in enumerate(variants))):
+    if not isinstance(variants, list):
+        raise ConfigError(f"{where}: variants must be a list of mappings, got {variants!r}")
+    own_grids = {i: v.get("grid") for i, v in enumerate(variants) if isinstance(v, dict) and "grid" in v}
+    variants = [{k: x for k, x in v.items() if k != "grid"} if isinstance(v, dict) else v for v in variants]
+    parts = [("base", base), ("grid", grid), *((f"variants[{i}]", v) for i, v in enumerate(variants)),
+             *((f"variants[{i}]: grid", g) for i, g in own_grids.items())]
+    for part, keys in parts:
         if not isinstance(keys, dict):
             raise ConfigError(f"{where}: {part} must be a mapping, got {keys!r}")
         validate_keys(keys, f"{where}: {part}")
         if DATA_KEY in keys:
             raise ConfigError(f"{where}: {part}: key '{DATA_KEY}' is set by initlib from the data "
                               f"files (--data-dir / INITLIB_DATA_DIR), not in a params file")
-    for k, v in grid.items():
-        if not isinstance(v, list) or not v:
-            raise ConfigError(f"{where}: grid: key '{k}' must be a non-empty list, got {v!r}")
+    for part, g in (("grid", grid), *((f"variants[{i}]: grid", g) for i, g in own_grids.items())):
+        for k, v in g.items():
+            if not isinstance(v, list) or not v:
+                raise ConfigError(f"{where}: {part}: key '{k}' must be a non-empty list, got {v!r}")
     base = {**base, **(overrides or {})}
     configs = []
     if prof.get("grid") or prof.get("variants"):
-        keys = list(grid)
-        for variant in variants:
-            for values in itertools.product(*(grid[k] for k in keys)):
+        for i, variant in enumerate(variants):
+            vgrid = {**grid, **(own_grids.get(i) or {})}
+            keys = list(vgrid)
+            for values in itertools.product(*(vgrid[k] for k in keys)):
                 configs.append(resolve({**base, **variant, **dict(zip(keys, values))}, where))
     sources = [load_params(path.parent / s, profile, overrides) for s in spec.get("sources") or []]
     return Sweep(path, profile, unique_by_hash(configs), dict(prof.get("analysis") or {}), sources, spec)

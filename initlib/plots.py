@@ -183,7 +183,7 @@ def clocks_scatter(points: pd.DataFrame, title: str):
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
         else:
             ax.text(0.5, 0.5, "no point with a defined spread", transform=ax.transAxes, ha="center")
-        ax.set_xlabel(f"{clock} (accumulated, end of training)")
+        ax.set_xlabel(f"{clock} (accumulated by the predictors scored)")
     axes[0].set_ylabel(r"spread over $\sigma_w$ (pp)")
     axes[-1].legend(fontsize=8)
     fig.suptitle(title)

@@ -180,20 +180,56 @@ def spread_change_sd(p: float, n: int) -> float:
     return 2.0 * binomial_sd(p, n)
 
 
-def rho_interval(x, y, confidence: float = 0.95, n_resamples: int = 2000,
+def _spearman(a, b) -> float:
+    """Spearman's rho (scipy.stats.spearmanr); 0 (no trend) where a or b are all tied."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        r = stats.spearmanr(a, b).statistic
+    return float(r) if np.isfinite(r) else 0.0
+
+
+def cluster_interval(statistic, clusters, confidence: float = 0.95, n_resamples: int = 2000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """A statistic of a set of points and its 95% interval from scipy.stats.bootstrap
+    resampling whole *clusters* of points (percentile): points that share runs (the horizons
+    of one pipeline) are not independent, so they are drawn together. ``statistic(index)``
+    takes the (repeated) indices of the points of one resample. With one cluster the interval
+    is the point itself: nothing varies that could be resampled."""
+    clusters = np.asarray(clusters)
+    members = [np.flatnonzero(clusters == c) for c in dict.fromkeys(clusters.tolist())]
+    everything = np.arange(len(clusters))
+    value = statistic(everything)
+    if len(members) < 2:
+        return value, value, value
+
+    def of_clusters(picked):
+        return statistic(np.concatenate([members[int(i)] for i in picked]))
+
+    res = stats.bootstrap((np.arange(len(members)),), of_clusters, vectorized=False,
+                          n_resamples=n_resamples, confidence_level=confidence, method="percentile",
+                          random_state=np.random.default_rng(seed))
+    return value, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def rho_interval(x, y, clusters=None, confidence: float = 0.95, n_resamples: int = 2000,
                  seed: int = 0) -> tuple[float, float, float]:
     """Spearman's rho of (x, y) (scipy.stats.spearmanr) and its 95% interval from
-    scipy.stats.bootstrap resampling the points in pairs (percentile). A resample whose x or y
-    are all tied has no ranks to correlate: it counts as rho 0 (no trend), not as missing."""
+    scipy.stats.bootstrap resampling the points in pairs (percentile), or whole clusters of
+    them where ``clusters`` labels the points (:func:`cluster_interval`). A resample whose x or
+    y are all tied has no ranks to correlate: it counts as rho 0 (no trend), not as missing."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-
-    def rho(a, b):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", stats.ConstantInputWarning)
-            r = stats.spearmanr(a, b).statistic
-        return float(r) if np.isfinite(r) else 0.0
-
-    res = stats.bootstrap((x, y), rho, paired=True, vectorized=False, n_resamples=n_resamples,
+    if clusters is not None:
+        return cluster_interval(lambda i: _spearman(x[i], y[i]), clusters, confidence, n_resamples, seed)
+    res = stats.bootstrap((x, y), _spearman, paired=True, vectorized=False, n_resamples=n_resamples,
                           confidence_level=confidence, method="percentile",
                           random_state=np.random.default_rng(seed))
-    return rho(x, y), float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return _spearman(x, y), float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def rho_difference_interval(x, z, y, clusters, confidence: float = 0.95, n_resamples: int = 2000,
+                            seed: int = 0) -> tuple[float, float, float]:
+    """rho(x, y) - rho(z, y) (Spearman) with its 95% cluster-bootstrap interval: whether x
+    orders y better (more negatively) than z does, on the same resampled points."""
+    x, z, y = (np.asarray(v, dtype=float) for v in (x, z, y))
+    return cluster_interval(lambda i: _spearman(x[i], y[i]) - _spearman(z[i], y[i]), clusters,
+                            confidence, n_resamples, seed)

@@ -241,24 +241,52 @@ def test_clocks_verdict_per_family():
     from initlib import stats
     rho, lo, hi = stats.rho_interval([1, 2, 3, 4, 5], [5, 4, 3, 2, 1])
     assert (rho, lo, hi) == pytest.approx((-1.0, -1.0, -1.0))
+    # five pipelines (each point its own), at epochs that order them otherwise than the clock
     pts = pd.DataFrame({"family": ["T_SGD"] * 5 + ["T_adapt"] * 2, "T_SGD": [0.1, 0.2, 0.4, 0.8, 1.6, 0, 0],
-                        "T_adapt": [0, 0, 0, 0, 0, 1.0, 2.0], "spread_pp": [9.0, 8.0, 5.0, 4.0, 2.0, 3.0, 2.0]})
+                        "T_adapt": [0, 0, 0, 0, 0, 1.0, 2.0], "spread_pp": [9.0, 8.0, 5.0, 4.0, 2.0, 3.0, 2.0],
+                        "scored_epoch": [40, 10, 50, 20, 30, 5, 6]})
+    v, rho = analysis.verdict_clocks(pts)
+    assert v.holds is None   # the spread falls with the clock, but 5 points cannot show it beats epochs
+    pts = pd.concat([pts.iloc[:5]] * 2, ignore_index=True).assign(lr=range(10))  # 10 pipelines
+    pts["T_SGD"] = [0.1, 0.2, 0.4, 0.8, 1.6, 0.15, 0.3, 0.6, 1.2, 2.4]
+    pts["spread_pp"] = [9.0, 8.0, 5.0, 4.0, 2.0, 8.5, 6.0, 4.5, 3.0, 1.0]
+    pts["scored_epoch"] = [40, 10, 50, 20, 30, 15, 45, 25, 35, 5]
+    pts = pd.concat([pts, pd.DataFrame({"family": ["T_adapt"] * 2, "T_adapt": [1.0, 2.0], "T_SGD": 0.0,
+                                        "spread_pp": [3.0, 2.0], "scored_epoch": [5, 6], "lr": [0.1, 0.2]})])
     v, rho = analysis.verdict_clocks(pts)
     assert v.holds is True
     r = rho.set_index("clock")
     assert r.loc["T_SGD", "rho"] == pytest.approx(-1.0) and r.loc["T_SGD", "rho_hi"] < 0
     assert math.isnan(r.loc["T_adapt", "rho"]) and not r.loc["T_adapt", "decided"]  # 2 points
-    pts.loc[:4, "spread_pp"] = [2.0, 4.0, 5.0, 8.0, 9.0]
+    sgd = pts["family"] == "T_SGD"
+    pts.loc[sgd, "spread_pp"] = pts.loc[sgd, "T_SGD"].to_numpy()  # the spread rises with the clock
     assert analysis.verdict_clocks(pts)[0].holds is False
-    pts.loc[:4, "spread_pp"] = [5.0, 4.0, 6.0, 3.0, 5.0]  # no trend: the interval contains 0
+    pts.loc[sgd, "spread_pp"] = [5.0, 4.0, 6.0, 3.0, 5.0, 4.5, 5.5, 3.5, 6.0, 4.0]  # no trend
     assert analysis.verdict_clocks(pts)[0].holds is None
+    # the spread follows the epochs, not the clock: does not hold
+    pts.loc[sgd, "spread_pp"] = 60.0 - pts.loc[sgd, "scored_epoch"].to_numpy()
+    v, rho = analysis.verdict_clocks(pts)
+    assert v.holds is False and rho.set_index("clock").loc["T_SGD", "diff_lo"] > 0
+
+
+def test_one_pipelines_horizons_alone_decide_nothing():
+    """Points from the horizons of one pipeline share runs, and their clock grows with their
+    epochs: however well the spread falls along them, they are one sample and cannot tell a
+    clock from epochs."""
+    pts = pd.DataFrame({"family": "T_SGD", "optimizer": "sgd", "lr": 0.015, "l2": 0.0, "batch_size": 128,
+                        "arch": "resnet9", "width": 0.125, "n_train": 5000, "epochs": [32, 64, 96, 128, 256],
+                        "T_SGD": [1e-3, 2e-3, 3e-3, 4e-3, 8e-3], "scored_epoch": [32, 64, 96, 128, 256],
+                        "spread_pp": [9.0, 7.0, 5.0, 3.0, 1.0]})
+    v, rho = analysis.verdict_clocks(pts)
+    assert v.holds is None and list(rho["pipelines"]) == [1] and not rho["decided"].any()
+    assert (list(rho["rho_lo"]), list(rho["rho_hi"])) == (pytest.approx([-1.0]), pytest.approx([-1.0]))
 
 
 def test_clocks_are_compared_within_one_scale_never_pooled():
     """Two training-set sizes, no trend within either; the larger one has larger spreads at
     smaller clocks. Pooled, rho would be about -0.8 (a false 'holds'); per scale, undecided."""
     t = [0.001, 0.002, 0.004, 0.008, 0.016]
-    pts = pd.DataFrame({"family": ["T_SGD"] * 10, "arch": ["resnet9"] * 10, "width": [0.125] * 10,
+    pts = pd.DataFrame({"family": ["T_SGD"] * 10, "arch": ["resnet9"] * 10, "width": [0.125] * 10, "lr": range(10),
                         "n_train": [5000] * 5 + [1000] * 5, "T_SGD": t + [10 * x for x in t],
                         "spread_pp": [25.0, 27.0, 24.0, 26.0, 25.5, 5.0, 6.0, 4.0, 5.5, 4.5]})
     v, rho = analysis.verdict_clocks(pts)
@@ -414,8 +442,25 @@ def adaptive_run_epochs(decreasing_val_loss: bool) -> pd.DataFrame:
 @pytest.mark.parametrize("decreasing,expect", [(False, [200]), (True, [50, 100, 150, 200])])
 def test_horizon_points_count_each_set_of_predictors_once(decreasing, expect):
     e = adaptive_run_epochs(decreasing)
-    pts = analysis._horizon_points(e, [50, 100, 150, 200], "T_adapt", "01 horizon")
+    pts = analysis._horizon_points(e, [50, 100, 150, 200], "horizon")
     assert list(pts["epochs"]) == expect
-    assert set(pts["family"]) == {"T_adapt"} and set(pts["source"]) == {"01 horizon"}
+    assert set(pts["family"]) == {"T_adapt"} and set(pts["source"]) == {"horizon"}
     if decreasing:   # each horizon's clock is read at its own selected epoch
         assert list(pts["T_adapt"]) == pytest.approx([5.0, 10.0, 15.0, 20.0])
+
+
+def test_end_of_training_horizon_points_read_each_clock_at_the_horizon_in_its_own_family():
+    """SGD with L2 whose sigma_w 2.5 run catches up late: on the end measure each quarter of the
+    horizon scores other weights (4 points, T_L2 at E, the spread falling to 0); on the selected
+    measure every horizon scores epoch 10's (one point)."""
+    e = long_run_epochs(0.60).assign(optimizer="sgd", lr=0.1, l2=0.01, batch_size=128, epochs=200,
+                                     arch="resnet9", width=0.125, n_train=5000)
+    e["T_L2"] = e["epoch"] * 0.01
+    end = analysis._horizon_points(e, [50, 100, 150, 200], "horizon", measure="end")
+    assert list(end["epochs"]) == [50, 100, 150, 200] and set(end["family"]) == {"T_L2"}
+    assert list(end["T_L2"]) == pytest.approx([0.5, 1.0, 1.5, 2.0])
+    assert list(end["spread_pp"]) == pytest.approx([25.0, 25.0, 12.5, 0.0])
+    sel = analysis._horizon_points(e, [50, 100, 150, 200], "horizon", measure="selected")
+    assert list(sel["epochs"]) == [200] and list(sel["T_L2"]) == pytest.approx([0.1])
+    with pytest.raises(ValueError, match="measure"):
+        analysis.clock_points(e, analysis.CLOCK_GROUP_KEYS, measure="best")

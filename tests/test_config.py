@@ -80,3 +80,21 @@ def test_every_shipped_params_file_is_valid():
         for profile in ("smoke", "cpu", "paper"):
             sw = load_params(p, profile)
             assert sw.configs or sw.sources, (p, profile)
+
+
+def test_a_variant_may_cross_its_own_grid(tmp_path):
+    """03's control cell runs on fewer sigma_w and seeds than its main cells: a variant's own
+    grid replaces the profile grid's keys for that variant only; errors name the variant."""
+    p = write(tmp_path, "profiles:\n  smoke:\n    grid: {sigma_w: [0.1, 1.0, 2.5], seed: [0, 1]}\n"
+                        "    variants:\n      - {lr: 0.01}\n"
+                        "      - {lr: 0.1, grid: {sigma_w: [0.1, 2.5], seed: [0]}}\n")
+    cfgs = load_params(p, "smoke").configs
+    main, own = [c for c in cfgs if c["lr"] == 0.01], [c for c in cfgs if c["lr"] == 0.1]
+    assert len(main) == 6 and len(own) == 2
+    assert sorted((c["sigma_w"], c["seed"]) for c in own) == [(0.1, 0), (2.5, 0)]
+    p = write(tmp_path, "profiles:\n  smoke:\n    variants:\n      - {lr: 0.1, grid: {sigma_w: []}}\n")
+    with pytest.raises(ConfigError, match=r"variants\[0\]: grid: key 'sigma_w' must be a non-empty list"):
+        load_params(p, "smoke")
+    p = write(tmp_path, "profiles:\n  smoke:\n    variants:\n      - {lr: 0.1, grid: {sigmaw: [0.1]}}\n")
+    with pytest.raises(ConfigError, match=r"variants\[0\]: grid: key 'sigmaw'"):
+        load_params(p, "smoke")

@@ -93,3 +93,24 @@ def test_trend_interval_follows_a_known_slope():
     k, lo, hi = stats.trend_interval(groups, [0, 1, 2], n_resamples=500)
     assert k == pytest.approx(0.10)
     assert lo < 0.10 < hi and lo > 0.05 and hi < 0.15
+
+
+def test_cluster_bootstrap_draws_whole_clusters():
+    """Two clusters of two points (0, 0) and (1, 1): a resample is AA, AB or BB, so the mean is
+    0, 0.5 or 1, never 0.25; with one cluster nothing can be resampled: the point itself."""
+    from initlib import stats
+    values = np.array([0.0, 0.0, 1.0, 1.0])
+    seen = []
+
+    def mean(i):
+        seen.append(values[i].mean())
+        return seen[-1]
+
+    v, lo, hi = stats.cluster_interval(mean, ["a", "a", "b", "b"], n_resamples=200)
+    assert v == 0.5 and (lo, hi) == (0.0, 1.0)
+    assert set(np.round(seen, 6)) <= {0.0, 0.5, 1.0}
+    assert stats.cluster_interval(mean, ["a"] * 4) == (0.5, 0.5, 0.5)
+    # rho over clustered points: the clock orders y better than z does
+    x, z, y = [1, 2, 3, 4, 5, 6], [3, 1, 2, 6, 4, 5], [6, 5, 4, 3, 2, 1]
+    d, d_lo, d_hi = stats.rho_difference_interval(x, z, y, clusters=[0, 1, 2, 3, 4, 5])
+    assert d == pytest.approx(-1.0 - stats._spearman(z, y)) and d_lo <= d <= d_hi
