@@ -851,7 +851,7 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     interval = lambda v, lo, hi: f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(v) else "n/a"  # noqa: E731
     parts = "; ".join(f"{name(r.clock, r.scale)}: rho={interval(r.rho, r.rho_lo, r.rho_hi)}, rho - rho(epochs)="
                       f"{interval(r.rho_minus_rho_epochs, r.diff_lo, r.diff_hi)} ({r.points} pts, {r.pipelines} "
-                      f"pipelines{'' if r.decided else ', not decided'})" for r in rho.itertuples())
+                      f"pipeline{'' if r.pipelines == 1 else 's'}{'' if r.decided else ', not decided'})" for r in rho.itertuples())
     measured = [measure(f"rho({name(r.clock, r.scale)}, spread), {r.points} points", r.rho, r.rho_lo, r.rho_hi,
                         unit="") for r in rho.itertuples() if np.isfinite(r.rho)]
     measured += [measure(f"rho({name(r.clock, r.scale)}) - rho(epochs)", r.rho_minus_rho_epochs, r.diff_lo,
