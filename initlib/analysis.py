@@ -608,8 +608,10 @@ def spearman(x, y) -> float:
 def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     """Holds if the spread rises with the batch size: the least-squares slope of the spread
     against log2(b) has a 95% interval above 0 (bootstrap over test images, paired across b,
-    and seeds). Does not hold if the interval lies below 0; undecided if it contains 0.
-    Spearman's rho is reported beside it."""
+    and seeds). Does not hold if the interval lies below 0; undecided if it contains 0, or if
+    the predictors scored do not all interpolate (train acc >= 99.5%: the paper compares
+    networks that fit their training set; a spread then also measures how far each b got
+    with the training, not only its memory). Spearman's rho is reported beside it."""
     from .stats import trend_interval
     if not np.isfinite(table["spread_pp"]).all():
         bad = ", ".join(f"b={int(b)}" for b in table.loc[~np.isfinite(table["spread_pp"]), "batch_size"])
@@ -624,9 +626,19 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     rho = spearman(table["batch_size"], table["spread_pp"])
     holds = True if lo > 0 else (False if hi < 0 else None)
     pairs = ", ".join(f"b={int(r['batch_size'])}: {r['spread_pp']:.1f}" for _, r in table.iterrows())
+    short = table[table["interpolated"] < 100] if "interpolated" in table else table.iloc[:0]
+    premise = ""
+    if len(short):
+        holds = None
+        premise = ("; but the predictors scored do not all interpolate at " + ", ".join(
+            f"b={int(r['batch_size'])} ({r['interpolated']:.0f}% do, lowest train acc. {r['min_max_train_acc']:.1f}%)"
+            for _, r in short.iterrows()) + ": the claim's premise is not met")
     return Verdict(holds, f"slope of the spread per doubling of b {k:+.2f} pp [{lo:+.2f}, {hi:+.2f}] (95%); "
-                          f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})",
-                   measured=[measure("slope of the spread per doubling of b", k, lo, hi)])
+                          f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})" + premise,
+                   measured=[measure("slope of the spread per doubling of b", k, lo, hi),
+                             measure("predictors scored that interpolate", 100 * float(
+                                 (table["interpolated"] * table["runs"]).sum() / table["runs"].sum())
+                                 if "interpolated" in table else math.nan, unit="%")])
 
 
 # ------------------------------------------------------------------ 05 depth

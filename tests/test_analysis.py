@@ -162,6 +162,12 @@ def test_batch_size_verdict_is_a_trend_whose_interval_excludes_zero():
     assert v.holds is True and "+4.50 pp" in v.text and "rho +1.00" in v.text
     assert analysis.verdict_batch_size(*batch_runs({16: 20.0, 64: 10.0, 256: 2.0})).holds is False
     assert analysis.verdict_batch_size(*batch_runs({16: 10.0, 64: 10.5, 256: 10.0})).holds is None
+    # the same rising trend, but b = 256's predictors stop at 80% train accuracy: undecided
+    table, s = batch_runs({16: 2.0, 64: 10.0, 256: 20.0})
+    s.loc[s["batch_size"] == 256, ["interpolated", "max_train_acc"]] = [False, 0.8]
+    table = analysis.spread_table(s, ["batch_size"])
+    v = analysis.verdict_batch_size(table, s)
+    assert v.holds is None and "b=256 (0% do, lowest train acc. 80.0%)" in v.text
 
 
 def horizon_rows(spreads, epochs=("28/45", "28/45")):
