@@ -737,8 +737,7 @@ def clock_points(summaries: pd.DataFrame, group_keys: list[str], measure: str = 
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, not {measure!r}")
     runs = at_selected_clocks(at_selected(summaries)) if measure == "selected" else at_end_of_training(summaries)
-    t = spread_table(runs, group_keys, sigma_grid_per_group=True)
-    t["family"] = [clock_family(o, l) for o, l in zip(t["optimizer"], t["l2"])]
+    t = _with_family(spread_table(runs, group_keys, sigma_grid_per_group=True))
     col = "best_val_epoch" if measure == "selected" else "epochs"  # the epoch of the predictors scored
     scored = runs[col].astype(float) if col in runs else math.nan
     epoch = runs.assign(scored_epoch=scored).groupby(group_keys, dropna=False)["scored_epoch"].mean()
@@ -746,6 +745,12 @@ def clock_points(summaries: pd.DataFrame, group_keys: list[str], measure: str = 
 
 
 CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train"]
+PIPELINE_KEYS = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]  # one pipeline: its horizons share runs
+
+
+def _with_family(t: pd.DataFrame) -> pd.DataFrame:
+    """``t`` with each row's ``family``: the clock that governs its optimizer and L2."""
+    return t.assign(family=[clock_family(o, l) for o, l in zip(t["optimizer"], t["l2"])])
 
 
 def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFrame | None = None,
@@ -779,13 +784,11 @@ def _horizon_points(epochs: pd.DataFrame, horizons: list[int], source: str,
     """Clock points at shorter horizons of long runs, each in the family of its governing
     clock; of horizons that score the same predictors (the same selected epochs), the longest
     is kept."""
-    by = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]
-    h = horizon_table(epochs, horizons, by=by, measure=measure)
+    h = horizon_table(epochs, horizons, by=PIPELINE_KEYS, measure=measure)
     if h.empty:
         return h
-    h = h.rename(columns={"horizon_epochs": "epochs"}).assign(source=source)
-    h["family"] = [clock_family(o, l) for o, l in zip(h["optimizer"], h["l2"])]
-    h = h.sort_values("epochs", ascending=False).drop_duplicates(by + ["selected_epochs"], keep="first")
+    h = _with_family(h.rename(columns={"horizon_epochs": "epochs"}).assign(source=source))
+    h = h.sort_values("epochs", ascending=False).drop_duplicates(PIPELINE_KEYS + ["selected_epochs"], keep="first")
     return h.sort_values("epochs")
 
 
@@ -801,9 +804,6 @@ def scale_label(scale: dict) -> str:
     return " ".join(parts)
 
 
-
-
-PIPELINE_KEYS = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]  # one pipeline: its horizons share runs
 
 
 def pipelines_of(points: pd.DataFrame) -> np.ndarray:
