@@ -56,6 +56,11 @@ CANDIDATES = {
         # fixed lr and epochs over b (as the paper). At 01's lr 0.015, b = 256 gets flow 38 in
         # 128 epochs, below the ~50-58 sigma_w 2.5 needed to interpolate (01's calibration): lr 0.03
         # gives b = 256 01's flow (77) and T_SGD 9e-3; or lr 0.02 for 192 epochs.
+        # 01's own lr and horizon first: every b at 12x the paper's T_SGD, as 01's b = 128 is
+        # (T_SGD goes as 1/b^2 at a fixed lr and number of epochs). Does b = 256 (flow 38)
+        # interpolate, and what does b = 16 cost per epoch on a CPU?
+        "lr0.015_b256": (dict(lr=0.015, batch_size=256), dict(lr=1e-3, l2=0.0, b=256)),
+        "lr0.015_b16": (dict(lr=0.015, batch_size=16), dict(lr=1e-3, l2=0.0, b=16)),
         "lr0.03_b256": (dict(lr=0.03, batch_size=256), dict(lr=1e-3, l2=0.0, b=256)),
         "lr0.03_b16": (dict(lr=0.03, batch_size=16), dict(lr=1e-3, l2=0.0, b=16)),
         "lr0.02_e192_b256": (dict(lr=0.02, batch_size=256, epochs=192), dict(lr=1e-3, l2=0.0, b=256)),

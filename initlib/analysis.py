@@ -31,6 +31,9 @@ class Verdict:
     paper: str = ""     # the paper's numbers, from the params file (key 'paper'); never used to decide
     rule: str = ""      # the rule that decided it, in words
     measured: list = field(default_factory=list)  # headline numbers: measure(...) items
+    # False where the predictors this measure scores do not interpolate (train acc < 99.5%):
+    # the claim's premise is not met, so this measure cannot speak (on_both_measures reads it)
+    premise_met: bool = True
 
     @property
     def word(self) -> str:
@@ -183,22 +186,27 @@ def on_both_measures(selected: Verdict, end: Verdict) -> Verdict:
     """Decided on both measures: the paper's (the predictors selected by validation loss) and
     the end-of-training predictors (the weights of the last epoch, which interpolate where
     the selected ones may not). Where both verdicts agree, that verdict; where they disagree,
-    undecided (the answer depends on which predictor is read). Where the end-of-training
-    measure has no interval (runs without per-image correctness), the paper's measure alone,
-    and the text says so."""
-    if end.holds is None and "per-image" in end.text:
+    undecided (the answer depends on which predictor is read). The paper's measure alone, and
+    the text says so, where the end-of-training measure cannot speak: its predictors do not
+    interpolate (the claim's premise is not met there: a run that trains unstably ends
+    mid-swing, and its last weights are not a trained network), or it has no interval (runs
+    without per-image correctness). Never the other way round: where the paper's own
+    predictors do not interpolate, the verdict is undecided whatever the end measure says."""
+    silent = (None if end.holds is not None or not selected.premise_met else
+              "were not scored on every test image" if "per-image" in end.text else
+              "do not interpolate, so they cannot speak" if not end.premise_met else None)
+    measured = selected.measured + [{**m, "what": f"end of training: {m['what']}"} for m in end.measured]
+    if silent:
         out = Verdict(selected.holds, f"{selected.text}. Rests on the {SELECTED_MEASURE} alone: the "
-                                      f"{END_MEASURE} of these runs were not scored on every test image",
-                      selected.paper, measured=selected.measured)
+                                      f"{END_MEASURE} of these runs {silent} ({end.text})",
+                      selected.paper, measured=measured, premise_met=selected.premise_met)
+    elif selected.holds == end.holds:
+        out = Verdict(selected.holds, f"{selected.text}. The {END_MEASURE} agree: {end.text}",
+                      selected.paper, measured=measured, premise_met=selected.premise_met)
     else:
-        measured = selected.measured + [{**m, "what": f"end of training: {m['what']}"} for m in end.measured]
-        if selected.holds == end.holds:
-            out = Verdict(selected.holds, f"{selected.text}. The {END_MEASURE} agree: {end.text}",
-                          selected.paper, measured=measured)
-        else:
-            out = Verdict(None, f"the two measures disagree. {SELECTED_MEASURE}: {selected.word}, "
-                                f"{selected.text}. {END_MEASURE}: {end.word}, {end.text}",
-                          selected.paper, measured=measured)
+        out = Verdict(None, f"the two measures disagree. {SELECTED_MEASURE}: {selected.word}, "
+                            f"{selected.text}. {END_MEASURE}: {end.word}, {end.text}",
+                      selected.paper, measured=measured, premise_met=selected.premise_met)
     out.rule = f"{selected.rule} {' '.join(on_both_measures.__doc__.split())}".strip()
     return out
 
@@ -401,7 +409,7 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
     return Verdict(holds, f"SGD spread {t['sgd']:.1f} pp [{sgd['ci_lo_pp']:.1f}, {sgd['ci_hi_pp']:.1f}] "
                           f"(noise floor {sgd['floor_pp']:.1f}, 95% quantile {floor:.1f}: "
                           f"{'above' if above_floor else 'not above'} it); {parts} (95% intervals); {premise}",
-                   measured=measured)
+                   measured=measured, premise_met=interpolating)
 
 
 # ------------------------------------------------------------------ 02 long training
@@ -589,7 +597,7 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                           + ("" if trained else f"; but only {hi['interpolated'].iloc[0]:.0f}% of that cell's runs "
                              f"interpolate (best train acc. {hi['min_max_train_acc'].iloc[0]:.1f}% at the lowest): "
                              "the spread vanished with the training, not by forgetting"),
-                   measured=measured)
+                   measured=measured, premise_met=trained)
 
 
 # ------------------------------------------------------------------ 04 batch size
@@ -638,7 +646,8 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                    measured=[measure("slope of the spread per doubling of b", k, lo, hi),
                              measure("predictors scored that interpolate", 100 * float(
                                  (table["interpolated"] * table["runs"]).sum() / table["runs"].sum())
-                                 if "interpolated" in table else math.nan, unit="%")])
+                                 if "interpolated" in table else math.nan, unit="%")],
+                   premise_met=not len(short))
 
 
 # ------------------------------------------------------------------ 05 depth

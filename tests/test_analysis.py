@@ -128,7 +128,8 @@ def test_l2_verdict_needs_a_collapse_to_the_noise_floor():
     table, s = l2_runs(20.0, 1.0)
     table.loc[table["l2"] > 0, "interpolated"] = 0.0
     v = analysis.verdict_l2_lr(table, s)
-    assert v.holds is None and "not by forgetting" in v.text
+    assert v.holds is None and "not by forgetting" in v.text and not v.premise_met
+    assert analysis.verdict_l2_lr(*l2_runs(20.0, 1.0)).premise_met
 
 
 def test_slope_and_trend_interval_on_hand_computed_cases():
@@ -167,7 +168,7 @@ def test_batch_size_verdict_is_a_trend_whose_interval_excludes_zero():
     s.loc[s["batch_size"] == 256, ["interpolated", "max_train_acc"]] = [False, 0.8]
     table = analysis.spread_table(s, ["batch_size"])
     v = analysis.verdict_batch_size(table, s)
-    assert v.holds is None and "b=256 (0% do, lowest train acc. 80.0%)" in v.text
+    assert v.holds is None and "b=256 (0% do, lowest train acc. 80.0%)" in v.text and not v.premise_met
 
 
 def horizon_rows(spreads, epochs=("28/45", "28/45")):
@@ -407,6 +408,17 @@ def test_where_the_selected_predictors_lie_and_both_measures():
     assert analysis.on_both_measures(no, no).holds is False
     alone = analysis.on_both_measures(yes, analysis.Verdict(None, "no interval (runs without per-image correctness)"))
     assert alone.holds is True and "alone" in alone.text
+    # an end measure whose predictors do not interpolate cannot speak: the paper's measure decides,
+    # either way; one that is undecided by its interval still leaves the verdict undecided
+    mid_swing = analysis.Verdict(None, "ends at 32% train accuracy", premise_met=False)
+    for v in (yes, no):
+        alone = analysis.on_both_measures(v, mid_swing)
+        assert alone.holds is v.holds and "do not interpolate" in alone.text and "alone" in alone.text
+    assert analysis.on_both_measures(yes, analysis.Verdict(None, "interval contains 0")).holds is None
+    # never the other way round: where the paper's predictors do not interpolate, undecided
+    untrained = analysis.Verdict(None, "selected at 60%", premise_met=False)
+    assert analysis.on_both_measures(untrained, yes).holds is None
+    assert analysis.on_both_measures(untrained, mid_swing).holds is None
     # the end-of-training measure reads the end predictor's numbers in the selected one's columns
     e = analysis.at_end_of_training(s.assign(final_test_acc=[0.6, 0.6, 0.5, 0.5], selected_test_acc=0.1,
                                              final_train_acc=[1.0, 0.996, 0.62, 0.999],
