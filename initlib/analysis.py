@@ -565,9 +565,10 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     """Holds if the 95% interval of spread(smallest lr, no L2) minus spread(largest lr,
     largest L2) lies above 0 (bootstrap over test images and seeds) and the largest-lr,
     largest-L2 spread is within its noise floor (95% quantile): sigma_w no longer shows.
-    Undecided if the runs of that cell do not all interpolate (a spread also vanishes when
-    nothing trains: that is not forgetting). Does not hold if the interval does not lie above
-    0 or that spread is above its floor."""
+    Undecided if the predictors scored in that cell do not all interpolate (train acc >= 99.5%,
+    the claim's premise: a spread also shrinks in predictors that do not fit their training
+    set, and that is not forgetting). Does not hold if the interval does not lie above 0 or
+    that spread is above its floor."""
     from .stats import difference_interval
     lo = table[(table["lr"] == table["lr"].min()) & (table["l2"] == 0)]
     hi = table[(table["lr"] == table["lr"].max()) & (table["l2"] == table["l2"].max())]
@@ -594,9 +595,10 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     return Verdict(holds, f"spread at lr={hi['lr'].iloc[0]:g}, L2={hi['l2'].iloc[0]:g}: {s_hi:.1f} pp "
                           f"(noise floor, 95% quantile, {floor:.1f}) against {s_lo:.1f} pp at "
                           f"lr={lo['lr'].iloc[0]:g}, no L2: difference {d:+.1f} pp [{d_lo:+.1f}, {d_hi:+.1f}] (95%)"
-                          + ("" if trained else f"; but only {hi['interpolated'].iloc[0]:.0f}% of that cell's runs "
-                             f"interpolate (best train acc. {hi['min_max_train_acc'].iloc[0]:.1f}% at the lowest): "
-                             "the spread vanished with the training, not by forgetting"),
+                          + ("" if trained else f"; but that cell's predictors scored interpolate in only "
+                             f"{hi['interpolated'].iloc[0]:.0f}% of its runs (train acc. "
+                             f"{hi['min_max_train_acc'].iloc[0]:.1f}% at the lowest): the claim's premise (>= 99.5%) "
+                             "is not met, and a spread also shrinks in predictors that do not fit their training set"),
                    measured=measured, premise_met=trained)
 
 
@@ -802,6 +804,9 @@ def _horizon_points(epochs: pd.DataFrame, horizons: list[int], source: str,
 
 
 MIN_CLOCK_POINTS = 5  # fewer points give a bootstrap interval of rho that says little
+# a bootstrap that resamples 2 pipelines has 3 distinct resamples: its "95% interval" is the
+# range of 3 values, not an interval; 3 pipelines give 10
+MIN_CLOCK_PIPELINES = 3
 CLOCK_SCALE_KEYS = ["arch", "width", "n_train"]  # points are compared only within one scale
 
 
@@ -832,22 +837,28 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     predictors scored): whether the clock, not the epoch count, orders the spread where the
     two disagree (another lr, batch size or L2 at the same epochs). 95% intervals from a
     bootstrap that resamples whole pipelines (the horizons of one pipeline share runs;
-    initlib.stats.rho_interval, rho_difference_interval). A group is decided with >= 5 points
-    from >= 2 pipelines. Holds if in every decided group the spread falls as the clock grows
+    initlib.stats.rho_interval, rho_difference_interval). Only points whose scored predictors
+    all interpolate (train acc >= 99.5%: the claims compare networks that fit their training
+    set; a spread of predictors that do not, or of weights caught mid-swing, measures the
+    training, not the memory) count. A group is decided with >= 5 of them from >= 3 pipelines
+    (2 pipelines give a bootstrap 3 distinct resamples). Holds if in every decided group the spread falls as the clock grows
     (rho's interval below 0) and in at least one the clock orders it better than epochs (the
     difference's interval below 0). Does not hold if in a decided group the spread rises with
     the clock (interval above 0) or epochs order it better than the clock (difference above 0).
     Undecided otherwise. Scales are never pooled: a larger training set gives larger spreads at
     smaller clocks, which alone would make a pooled rho negative. Points whose spread is
-    undefined (diverged or missing runs) are left out and counted; other groups are shown, not
-    decided."""
+    undefined (diverged or missing runs) or whose predictors do not interpolate are left out
+    and counted; other groups are shown, not decided."""
     from .stats import rho_difference_interval, rho_interval
     scale_keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
     nan3 = (math.nan, math.nan, math.nan)
     rows = []
     for key, g in points.groupby(["family", *scale_keys], sort=True):
         fam = key[0]
-        ok = g[np.isfinite(g["spread_pp"])]
+        finite = g[np.isfinite(g["spread_pp"])]
+        fits = (finite["lowest_train_acc_scored"].astype(float) >= 100 * metrics.INTERP_THRESHOLD
+                if "lowest_train_acc_scored" in finite else np.ones(len(finite), bool))
+        ok = finite[fits]
         pipes = pipelines_of(ok)
         n_pipes = len(set(pipes.tolist()))
         rho, lo, hi = rho_interval(ok[fam], ok["spread_pp"], clusters=pipes) if len(ok) >= 3 else nan3
@@ -856,27 +867,31 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
         d, d_lo, d_hi = (rho_difference_interval(ok[fam], ok["scored_epoch"], ok["spread_pp"], pipes)
                          if has_epochs else nan3)
         rows.append({"clock": fam, "scale": scale_label(dict(zip(scale_keys, key[1:]))),
-                     "points": len(ok), "pipelines": n_pipes, "undefined": len(g) - len(ok),
+                     "points": len(ok), "pipelines": n_pipes, "undefined": len(g) - len(finite),
+                     "not_interpolating": len(finite) - len(ok),
                      "rho": rho, "rho_lo": lo, "rho_hi": hi,
                      "rho_minus_rho_epochs": d, "diff_lo": d_lo, "diff_hi": d_hi,
-                     "decided": len(ok) >= MIN_CLOCK_POINTS and n_pipes >= 2})
+                     "decided": len(ok) >= MIN_CLOCK_POINTS and n_pipes >= MIN_CLOCK_PIPELINES})
     rho = pd.DataFrame(rows)
     decided = rho[rho["decided"]] if len(rho) else rho
-    if decided.empty:
-        return Verdict(None, f"no family has {MIN_CLOCK_POINTS} or more points with a defined spread "
-                             f"from 2 or more pipelines at one scale"), rho
     rises, epochs_better = bool((decided["rho_lo"] > 0).any()), bool((decided["diff_lo"] > 0).any())
     falls, clock_better = bool((decided["rho_hi"] < 0).all()), bool((decided["diff_hi"] < 0).any())
-    holds = False if (rises or epochs_better) else (True if (falls and clock_better) else None)
+    holds = None if decided.empty else (
+        False if (rises or epochs_better) else (True if (falls and clock_better) else None))
     name = lambda c, sc: f"{c} at {sc}" if sc else c  # noqa: E731
     interval = lambda v, lo, hi: f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(v) else "n/a"  # noqa: E731
     parts = "; ".join(f"{name(r.clock, r.scale)}: rho={interval(r.rho, r.rho_lo, r.rho_hi)}, rho - rho(epochs)="
                       f"{interval(r.rho_minus_rho_epochs, r.diff_lo, r.diff_hi)} ({r.points} pts, {r.pipelines} "
-                      f"pipeline{'' if r.pipelines == 1 else 's'}{'' if r.decided else ', not decided'})" for r in rho.itertuples())
+                      f"pipeline{'' if r.pipelines == 1 else 's'}"
+                      f"{f', {r.not_interpolating} left out: not interpolating' if r.not_interpolating else ''}"
+                      f"{'' if r.decided else ', not decided'})" for r in rho.itertuples())
     measured = [measure(f"rho({name(r.clock, r.scale)}, spread), {r.points} points", r.rho, r.rho_lo, r.rho_hi,
                         unit="") for r in rho.itertuples() if np.isfinite(r.rho)]
     measured += [measure(f"rho({name(r.clock, r.scale)}) - rho(epochs)", r.rho_minus_rho_epochs, r.diff_lo,
                          r.diff_hi, unit="") for r in rho.itertuples()
                  if r.decided and np.isfinite(r.rho_minus_rho_epochs)]
-    return Verdict(holds, f"spread vs governing clock, Spearman (95% intervals, pipelines resampled): {parts}",
+    none = ("" if len(decided) else f"no group is decided (each needs {MIN_CLOCK_POINTS} or more points with a "
+            f"defined spread and interpolating predictors from {MIN_CLOCK_PIPELINES} or more pipelines at one "
+            f"scale). ")
+    return Verdict(holds, f"{none}spread vs governing clock, Spearman (95% intervals, pipelines resampled): {parts}",
                    measured=measured), rho

@@ -128,7 +128,7 @@ def test_l2_verdict_needs_a_collapse_to_the_noise_floor():
     table, s = l2_runs(20.0, 1.0)
     table.loc[table["l2"] > 0, "interpolated"] = 0.0
     v = analysis.verdict_l2_lr(table, s)
-    assert v.holds is None and "not by forgetting" in v.text and not v.premise_met
+    assert v.holds is None and "premise (>= 99.5%) is not met" in v.text and not v.premise_met
     assert analysis.verdict_l2_lr(*l2_runs(20.0, 1.0)).premise_met
 
 
@@ -274,6 +274,28 @@ def test_clocks_verdict_per_family():
     pts.loc[sgd, "spread_pp"] = 60.0 - pts.loc[sgd, "scored_epoch"].to_numpy()
     v, rho = analysis.verdict_clocks(pts)
     assert v.holds is False and rho.set_index("clock").loc["T_SGD", "diff_lo"] > 0
+
+
+def test_clock_points_that_do_not_interpolate_are_left_out_and_two_pipelines_decide_nothing():
+    """The 10-pipeline case of test_clocks_verdict_per_family where the spread rises with the
+    clock ("does not hold"): if the predictors of half its points stop at 80% train accuracy,
+    those points are left out and counted; if only 2 pipelines remain, no group is decided
+    (a bootstrap over 2 pipelines has 3 distinct resamples)."""
+    t = [0.1, 0.2, 0.4, 0.8, 1.6, 0.15, 0.3, 0.6, 1.2, 2.4]
+    pts = pd.DataFrame({"family": "T_SGD", "T_SGD": t, "spread_pp": t, "lr": range(10),
+                        "scored_epoch": [40, 10, 50, 20, 30, 15, 45, 25, 35, 5], "lowest_train_acc_scored": 100.0})
+    assert analysis.verdict_clocks(pts)[0].holds is False
+    pts.loc[5:, "lowest_train_acc_scored"] = 80.0
+    v, rho = analysis.verdict_clocks(pts)
+    assert v.holds is False and rho["not_interpolating"].tolist() == [5] and rho["points"].tolist() == [5]
+    assert "5 left out: not interpolating" in v.text
+    pts.loc[:4, "lowest_train_acc_scored"] = [100.0, 100.0, 80.0, 80.0, 80.0]
+    v, rho = analysis.verdict_clocks(pts)
+    assert v.holds is None and "no group is decided" in v.text and not rho["decided"].any()
+    two = pd.DataFrame({"family": "T_SGD", "T_SGD": t[:6], "spread_pp": t[:6], "lr": [1, 1, 1, 2, 2, 2],
+                        "scored_epoch": [40, 10, 50, 20, 30, 15]})
+    v, rho = analysis.verdict_clocks(two)
+    assert v.holds is None and rho["pipelines"].tolist() == [2] and not rho["decided"].any()
 
 
 def test_one_pipelines_horizons_alone_decide_nothing():
