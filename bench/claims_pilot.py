@@ -15,6 +15,7 @@ lands, and the spread.
     python bench/claims_pilot.py --train --claims 03
     python bench/claims_pilot.py --claims 03,04          # the table of what has run
     python bench/claims_pilot.py --train --claims 05 --only resnet20_w0.25,resnet56_w0.25
+    python bench/claims_pilot.py --train --claims 04 --only lr0.015_b256 --seeds 1,2   # more seeds
 
 The paper's cells (../shared/PAPER.md; 40,000 images, 313 steps per epoch at b = 128, 300
 epochs): low-LR SGD eta 1e-3 (T_SGD 7.3e-4, flow eta x steps 94); claim 3's eta = lambda = 1e-2
@@ -75,11 +76,13 @@ CANDIDATES = {
 }
 
 
-def configs(claims, only=None) -> dict[str, dict]:
-    """The candidates' configs by key "claim:name:s<sigma_w>"; ``only``: names to keep (all if None)."""
+def configs(claims, only=None, seeds=(0,)) -> dict[str, dict]:
+    """The candidates' configs by key "claim:name:s<sigma_w>" ("claim:name@seed<k>:s<sigma_w>"
+    for a seed other than 0: more seeds of a chosen cell, the same configs as its grid's, so
+    the same runs); ``only``: names to keep (all if None)."""
     from initlib.config import resolve
-    return {f"{claim}:{name}:s{sw}": resolve({**BASE, **over, "sigma_w": sw})
-            for claim in claims for name, (over, _) in CANDIDATES[claim].items()
+    return {f"{claim}:{name}{f'@seed{seed}' if seed else ''}:s{sw}": resolve({**BASE, **over, "sigma_w": sw, "seed": seed})
+            for seed in seeds for claim in claims for name, (over, _) in CANDIDATES[claim].items()
             if only is None or name in only for sw in SIGMAS}
 
 
@@ -93,6 +96,7 @@ def clocks_of(lr: float, l2: float, b: int, steps: int) -> dict:
 
 def plan_row(key: str, cfg: dict) -> dict:
     claim, name, _ = key.split(":")
+    name = name.split("@")[0]
     steps = cfg["epochs"] * math.ceil(cfg["n_train"] / cfg["batch_size"])
     ours = clocks_of(cfg["lr"], cfg["l2"], cfg["batch_size"], steps)
     p = paper_cell(claim, name)
@@ -154,14 +158,19 @@ def main():
     ap.add_argument("--plan", action="store_true", help="the clock table only, no training")
     ap.add_argument("--train", action="store_true")
     ap.add_argument("--only", default=None, help="comma-separated candidate names (default: all of --claims)")
+    ap.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     a = ap.parse_args()
     claims = a.claims.split(",")
-    cfgs = configs(claims, a.only.split(",") if a.only else None)
+    try:
+        seeds = tuple(int(v) for v in a.seeds.split(","))
+    except ValueError:
+        ap.error(f"--seeds {a.seeds}: not a comma-separated list of integers")
+    cfgs = configs(claims, a.only.split(",") if a.only else None, seeds)
     if not cfgs:
         ap.error(f"--only {a.only}: no candidate of claims {a.claims} has that name")
     if a.plan:
         # sigma_w changes no clock: one row per candidate
-        print(markdown(pd.DataFrame([plan_row(k, c) for k, c in cfgs.items() if k.endswith(f":s{SIGMAS[0]}")])))
+        print(markdown(pd.DataFrame([plan_row(k, c) for k, c in cfgs.items() if k.endswith(f":s{SIGMAS[0]}") and "@" not in k])))
         return
     if a.train:
         from initlib.params import Sweep
