@@ -199,14 +199,15 @@ def on_both_measures(selected: Verdict, end: Verdict) -> Verdict:
     if silent:
         out = Verdict(selected.holds, f"{selected.text}. Rests on the {SELECTED_MEASURE} alone: the "
                                       f"{END_MEASURE} of these runs {silent} ({end.text})",
-                      selected.paper, measured=measured, premise_met=selected.premise_met)
+                      selected.paper, measured=measured)
     elif selected.holds == end.holds:
         out = Verdict(selected.holds, f"{selected.text}. The {END_MEASURE} agree: {end.text}",
-                      selected.paper, measured=measured, premise_met=selected.premise_met)
+                      selected.paper, measured=measured)
     else:
         out = Verdict(None, f"the two measures disagree. {SELECTED_MEASURE}: {selected.word}, "
                             f"{selected.text}. {END_MEASURE}: {end.word}, {end.text}",
-                      selected.paper, measured=measured, premise_met=selected.premise_met)
+                      selected.paper, measured=measured)
+    out.premise_met = selected.premise_met  # the combined verdict is the paper's measure's
     out.rule = f"{selected.rule} {' '.join(on_both_measures.__doc__.split())}".strip()
     return out
 
@@ -841,9 +842,9 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     all interpolate (train acc >= 99.5%: the claims compare networks that fit their training
     set; a spread of predictors that do not, or of weights caught mid-swing, measures the
     training, not the memory) count. A group is decided with >= 5 of them from >= 3 pipelines
-    (2 pipelines give a bootstrap 3 distinct resamples). Holds if in every decided group the spread falls as the clock grows
-    (rho's interval below 0) and in at least one the clock orders it better than epochs (the
-    difference's interval below 0). Does not hold if in a decided group the spread rises with
+    (2 pipelines give a bootstrap 3 distinct resamples). Holds if in every decided group the
+    spread falls as the clock grows (rho's interval below 0) and in at least one the clock
+    orders it better than epochs (the difference's interval below 0). Does not hold if in a decided group the spread rises with
     the clock (interval above 0) or epochs order it better than the clock (difference above 0).
     Undecided otherwise. Scales are never pooled: a larger training set gives larger spreads at
     smaller clocks, which alone would make a pooled rho negative. Points whose spread is
