@@ -647,7 +647,8 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     return Verdict(holds, f"slope of the spread per doubling of b {k:+.2f} pp [{lo:+.2f}, {hi:+.2f}] (95%); "
                           f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})" + premise,
                    measured=[measure("slope of the spread per doubling of b", k, lo, hi),
-                             measure("predictors scored that interpolate", 100 * float(
+                             # ``interpolated`` is already a percentage per b: weight it by runs
+                             measure("predictors scored that interpolate", float(
                                  (table["interpolated"] * table["runs"]).sum() / table["runs"].sum())
                                  if "interpolated" in table else math.nan, unit="%")],
                    premise_met=not len(short))

@@ -169,6 +169,9 @@ def test_batch_size_verdict_is_a_trend_whose_interval_excludes_zero():
     table = analysis.spread_table(s, ["batch_size"])
     v = analysis.verdict_batch_size(table, s)
     assert v.holds is None and "b=256 (0% do, lowest train acc. 80.0%)" in v.text and not v.premise_met
+    # 4 of its 6 predictors interpolate (2 per b): 66.7%, a share, never above 100
+    share = next(m for m in v.measured if m["what"] == "predictors scored that interpolate")
+    assert share["value"] == pytest.approx(66.6667) and share["unit"] == "%"
 
 
 def horizon_rows(spreads, epochs=("28/45", "28/45")):
