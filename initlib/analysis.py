@@ -34,6 +34,9 @@ class Verdict:
     # False where the predictors this measure scores do not interpolate (train acc < 99.5%):
     # the claim's premise is not met, so this measure cannot speak (on_both_measures reads it)
     premise_met: bool = True
+    # True where the runs lack per-image correctness, so no interval exists: undecided for want
+    # of an interval, not by one (on_both_measures reads it; see no_interval)
+    without_interval: bool = False
 
     @property
     def word(self) -> str:
@@ -46,6 +49,12 @@ class Verdict:
         """The verdict as data (what the README, the site and the tests read)."""
         return {"holds": self.holds, "word": self.word, "ours": self.text, "paper": self.paper,
                 "rule": self.rule, "measured": self.measured}
+
+
+def no_interval(what: str) -> Verdict:
+    """Undecided for want of an interval: runs stored without per-image correctness (scored on
+    fewer images than the test set) give no bootstrap over test images."""
+    return Verdict(None, f"no interval for the {what} (runs without per-image correctness)", without_interval=True)
 
 
 def measure(what: str, value, lo=math.nan, hi=math.nan, floor=None, unit: str = "pp") -> dict:
@@ -193,7 +202,7 @@ def on_both_measures(selected: Verdict, end: Verdict) -> Verdict:
     without per-image correctness). Never the other way round: where the paper's own
     predictors do not interpolate, the verdict is undecided whatever the end measure says."""
     silent = (None if end.holds is not None or not selected.premise_met else
-              "were not scored on every test image" if "per-image" in end.text else
+              "were not scored on every test image" if end.without_interval else
               "do not interpolate, so they cannot speak" if not end.premise_met else None)
     measured = selected.measured + [{**m, "what": f"end of training: {m['what']}"} for m in end.measured]
     if silent:
@@ -385,7 +394,7 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
     d = differences.set_index("optimizer")
     adaptive = [o for o in ADAPTIVE if o in t]
     if any(o not in d.index or not np.isfinite(d.loc[o, "diff_lo_pp"]) for o in adaptive):
-        return Verdict(None, "no interval for the difference (runs without per-image correctness)")
+        return no_interval("difference")
     sgd = rows.loc["sgd"]
     interpolating = bool(sgd["interpolated"] >= 100)
     floor = float(sgd["floor_hi_pp"])
@@ -582,7 +591,7 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     cell = lambda r: summaries[(summaries["lr"] == r["lr"].iloc[0]) & (summaries["l2"] == r["l2"].iloc[0])]  # noqa: E731
     a, b = correct_matrix(cell(lo)), correct_matrix(cell(hi))
     if a is None or b is None:
-        return Verdict(None, "no interval for the difference (runs without per-image correctness)")
+        return no_interval("difference")
     d = 100 * (spread(a.mean(axis=-1)) - spread(b.mean(axis=-1)))
     d_lo, d_hi = (100 * v for v in difference_interval(a, b))
     floor = float(hi["floor_hi_pp"].iloc[0])
@@ -632,7 +641,7 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     summaries = with_selected_accuracy(summaries)
     groups = [correct_matrix(summaries[summaries["batch_size"] == b]) for b in table["batch_size"]]
     if any(g is None for g in groups):
-        return Verdict(None, "no interval for the trend (runs without per-image correctness)")
+        return no_interval("trend")
     k, lo, hi = (100 * v for v in trend_interval(groups, np.log2(table["batch_size"].to_numpy(float))))
     rho = spearman(table["batch_size"], table["spread_pp"])
     holds = True if lo > 0 else (False if hi < 0 else None)
