@@ -30,6 +30,7 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -87,12 +88,27 @@ CANDIDATES = {
 }
 
 
-def configs(claims, only=None, seeds=(0,), sigmas=SIGMAS) -> dict[str, dict]:
-    """The candidates' configs by key "claim:name:s<sigma_w>" ("claim:name@seed<k>:s<sigma_w>"
-    for a seed other than 0: more seeds of a chosen cell, the same configs as its grid's, so
-    the same runs); ``only``: names to keep (all if None)."""
+class Key(NamedTuple):
+    """One pilot run: a candidate of one claim at one seed and sigma_w."""
+    claim: str
+    name: str
+    seed: int
+    sigma_w: float
+
+    @property
+    def cell(self) -> str:
+        """The candidate and seed, the unit a spread is taken over (sigma_w varies within it)."""
+        return f"{self.claim} {self.name}" + (f" seed {self.seed}" if self.seed else "")
+
+    def __str__(self):
+        return f"{self.cell} sigma_w {self.sigma_w:g}"
+
+
+def configs(claims, only=None, seeds=(0,), sigmas=SIGMAS) -> dict[Key, dict]:
+    """The candidates' configs by Key; seeds other than 0 are more seeds of a chosen cell (the
+    same configs as its grid's, so the same runs); ``only``: names to keep (all if None)."""
     from initlib.config import resolve
-    return {f"{claim}:{name}{f'@seed{seed}' if seed else ''}:s{sw}": resolve({**BASE, **over, "sigma_w": sw, "seed": seed})
+    return {Key(claim, name, seed, sw): resolve({**BASE, **over, "sigma_w": sw, "seed": seed})
             for seed in seeds for claim in claims for name, (over, _) in CANDIDATES[claim].items()
             if only is None or name in only for sw in sigmas}
 
@@ -105,9 +121,8 @@ def clocks_of(lr: float, l2: float, b: int, steps: int) -> dict:
     return {"T_SGD": steps * lr ** 2 / b, "T_L2": l2 * lr * steps, "flow": lr * steps, "eta_lambda": lr * l2}
 
 
-def plan_row(key: str, cfg: dict) -> dict:
-    claim, name, _ = key.split(":")
-    name = name.split("@")[0]
+def plan_row(key: Key, cfg: dict) -> dict:
+    claim, name = key.claim, key.name
     steps = cfg["epochs"] * math.ceil(cfg["n_train"] / cfg["batch_size"])
     ours = clocks_of(cfg["lr"], cfg["l2"], cfg["batch_size"], steps)
     p = paper_cell(claim, name)
@@ -122,14 +137,14 @@ def plan_row(key: str, cfg: dict) -> dict:
             "angle vs paper": f"{angle:.0f}x"}
 
 
-def result_row(key: str, cfg: dict) -> dict:
+def result_row(key: Key, cfg: dict) -> dict:
     from initlib import store
     from initlib.metrics import share_interpolating_after_tau
     rdir = store.run_dir(STORE, cfg)
     if not store.is_done(rdir):
-        return {"candidate": key, "tau_interp": "(not run)"}
+        return {"candidate": str(key), "tau_interp": "(not run)"}
     s, e = store.read_summary(rdir), store.read_epochs(rdir)
-    return {"candidate": key, "tau_interp": s["tau_interp"] or "never",
+    return {"candidate": str(key), "tau_interp": s["tau_interp"] or "never",
             "best_train_acc": f"{e['train_acc'].max():.1%}",
             "after_tau_at_99": f"{share_interpolating_after_tau(e):.0%}" if s["tau_interp"] else "-",
             "selected_epoch_train_acc": f"{s['best_val_epoch']}: {s['train_acc_at_best_val']:.1%}",
@@ -137,20 +152,22 @@ def result_row(key: str, cfg: dict) -> dict:
             "s_per_epoch": f"{e['wall_s'].median():.1f}"}
 
 
-def spread_rows(cfgs: dict[str, dict]) -> pd.DataFrame:
+def spread_rows(cfgs: dict[Key, dict]) -> pd.DataFrame:
     """Per candidate with both sigma_w done: the spread (sigma_w 2.5 minus 0.1's test accuracy, as
     max - min, on all 10,000 test images) of the selected and of the end-of-training predictors,
     and the train accuracy of the predictors each scores. One seed: no interval, and the floor is
     test sampling alone (binomial, about 1.3 pp at its 95% quantile on 10,000 images)."""
     from initlib import store
     rows = []
-    for cand in dict.fromkeys(k.rsplit(":", 1)[0] for k in cfgs):
-        runs = [(k, c) for k, c in cfgs.items() if k.rsplit(":", 1)[0] == cand]
+    for cell in dict.fromkeys(k.cell for k in cfgs):
+        runs = [(k, c) for k, c in cfgs.items() if k.cell == cell]
+        if len(runs) < 2:
+            continue  # one sigma_w: no spread
         if not all(store.is_done(store.run_dir(STORE, c)) for _, c in runs):
             continue
         s = [store.read_summary(store.run_dir(STORE, c)) for _, c in runs]
         sel, end = [x["selected_test_acc"] for x in s], [x["end_test_acc"] for x in s]
-        rows.append({"candidate": cand.replace(":", " "),
+        rows.append({"candidate": cell,
                      "selected spread (pp)": f"{100 * (max(sel) - min(sel)):.1f}",
                      "train acc at selected": " / ".join(f"{x['train_acc_at_best_val']:.1%}" for x in s),
                      "end spread (pp)": f"{100 * (max(end) - min(end)):.1f}",
@@ -187,7 +204,7 @@ def main():
         ap.error(f"--only {a.only}: no candidate of claims {a.claims} has that name")
     if a.plan:
         # sigma_w changes no clock: one row per candidate
-        print(markdown(pd.DataFrame([plan_row(k, c) for k, c in cfgs.items() if k.endswith(f":s{sigmas[0]}") and "@" not in k])))
+        print(markdown(pd.DataFrame([plan_row(k, c) for k, c in cfgs.items() if k.sigma_w == sigmas[0] and k.seed == seeds[0]])))
         return
     if a.train:
         from initlib.params import Sweep
