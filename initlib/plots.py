@@ -83,8 +83,11 @@ def spread_vs(table: pd.DataFrame, x: str, xlabel: str, title: str, group: str |
     if paper:
         ax.scatter(list(paper), list(paper.values()), marker="*", s=140, color="k", zorder=5,
                    label="paper")
-    if logx:
+    if logx:  # ticks at the values run, labelled plainly (b = 16, 128, 256; no 10^k minors)
         ax.set_xscale("log")
+        ticks = sorted(set(table[x]))
+        ax.set_xticks(ticks, [f"{v:g}" for v in ticks])
+        ax.minorticks_off()
     ax.set_xlabel(xlabel)
     ax.set_ylabel(r"test-accuracy spread over $\sigma_w$ (pp)")
     ax.set_title(title)
