@@ -665,9 +665,12 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
 
 # ------------------------------------------------------------------ 05 depth
 def depth_table(summaries: pd.DataFrame) -> pd.DataFrame:
+    """One row per run: the best train accuracy it reached, tau_interp (or "fails"), and the
+    selected predictor's test accuracy, on every test image where the runs have it
+    (``test_images`` says how many)."""
     cols = ["arch", "sigma_w", "seed", "max_train_acc", "tau_interp", "interpolated",
-            "test_acc_at_best_val", "status"]
-    t = summaries[cols].copy()
+            "test_acc_at_best_val", "test_images", "status"]
+    t = with_selected_accuracy(summaries)[cols].copy()
     t["max_train_acc"] = 100 * t["max_train_acc"]
     t["test_acc_at_best_val"] = 100 * t["test_acc_at_best_val"]
     t["tau_interp"] = t["tau_interp"].map(lambda v: "fails" if v is None or not np.isfinite(v) else str(int(v)))

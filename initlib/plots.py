@@ -78,8 +78,10 @@ def spread_vs(table: pd.DataFrame, x: str, xlabel: str, title: str, group: str |
         yerr, what = _interval(g)
         ax.errorbar(g[x], g["spread_pp"], yerr=yerr, marker="o", capsize=3,
                     label=(what if key is None else f"{group}={key} ({what})"))
-        if "floor_hi_pp" in g:
-            ax.plot(g[x], g["floor_hi_pp"], ls="--", color="0.5", label="noise floor (95% quantile)")
+        if "floor_hi_pp" in g:  # one legend entry for the floor, however many groups draw one
+            floor_labelled = any(l.get_label().startswith("noise floor") for l in ax.get_lines())
+            ax.plot(g[x], g["floor_hi_pp"], ls="--", color="0.5",
+                    label="_nolegend_" if floor_labelled else "noise floor (95% quantile)")
     if paper:
         ax.scatter(list(paper), list(paper.values()), marker="*", s=140, color="k", zorder=5,
                    label="paper")

@@ -236,6 +236,12 @@ def test_depth_verdict():
                       "n_train": 1000, "status": ["finished"] * 4})
     v = analysis.verdict_depth(s, 2.0)
     assert v.holds is True and "resnet56 sigma_w=2.5 (90.0%)" in v.text and "smaller sigma_w that interpolate: 1/1" in v.text
+    # the table scores the selected predictor on every test image where the runs have it
+    t = analysis.depth_table(s.assign(seed=0, tau_interp=[30.0, 80.0, 60.0, None], n_test=1000,
+                                      test_acc_at_best_val=0.5, selected_test_acc=[0.61, 0.35, 0.42, 0.36],
+                                      selected_test_n=10000))
+    assert list(t["test_acc_at_best_val"]) == pytest.approx([61.0, 35.0, 42.0, 36.0])
+    assert list(t["test_images"]) == [10000] * 4 and list(t["tau_interp"]) == ["30", "80", "60", "fails"]
     # 99.4% on 1,000 images: below 99.5%, but not beyond the noise of counting (exact upper end 99.8%)
     assert analysis.clearly_below(0.994, 1000) is False and analysis.clearly_below(0.98, 1000) is True
     assert analysis.verdict_depth(s.assign(max_train_acc=[1.0, 1.0, 1.0, 0.994]), 2.0).holds is False
