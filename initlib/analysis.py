@@ -210,7 +210,8 @@ def on_both_measures(selected: Verdict, end: Verdict) -> Verdict:
                                       f"{END_MEASURE} of these runs {silent} ({end.text})",
                       selected.paper, measured=measured)
     elif selected.holds == end.holds:
-        out = Verdict(selected.holds, f"{selected.text}. The {END_MEASURE} agree: {end.text}",
+        agree = "do not decide either" if end.holds is None else "agree"
+        out = Verdict(selected.holds, f"{selected.text}. The {END_MEASURE} {agree}: {end.text}",
                       selected.paper, measured=measured)
     else:
         out = Verdict(None, f"the two measures disagree. {SELECTED_MEASURE}: {selected.word}, "

@@ -449,6 +449,8 @@ def test_where_the_selected_predictors_lie_and_both_measures():
         alone = analysis.on_both_measures(v, mid_swing)
         assert alone.holds is v.holds and "do not interpolate" in alone.text and "alone" in alone.text
     assert analysis.on_both_measures(yes, analysis.Verdict(None, "interval contains 0")).holds is None
+    both = analysis.on_both_measures(analysis.Verdict(None, "a"), analysis.Verdict(None, "b"))
+    assert both.holds is None and "do not decide either: b" in both.text and "agree" not in both.text
     # never the other way round: where the paper's predictors do not interpolate, undecided
     untrained = analysis.Verdict(None, "selected at 60%", premise_met=False)
     assert analysis.on_both_measures(untrained, yes).holds is None
