@@ -55,6 +55,11 @@ CANDIDATES = {
         # own cell with augmentation (flip + crop: the usual CIFAR pipeline, slower to overfit).
         "n20000_e64": (dict(lr=0.015, n_train=20000, epochs=64), dict(lr=1e-3, l2=0.0, b=128)),
         "augment": (dict(lr=0.015, augment=True), dict(lr=1e-3, l2=0.0, b=128)),
+        # 2x the width at 01's lr, data and horizon: the same clocks (T_SGD, flow), half the
+        # per-step angle (60x the paper's, not 120x), 2x the channels the validation loss is
+        # computed through. Does the minimum of sigma_w 2.5's validation loss move past
+        # interpolation? (the one cheap route left untried by issue 19 and session 25)
+        "width0.25": (dict(lr=0.015, width=0.25), dict(lr=1e-3, l2=0.0, b=128)),
     },
     "03": {
         # the larger-lr arm at 10x 01's lr; L2 so that T_L2 is the paper's 9.4 (eta lambda 18x the

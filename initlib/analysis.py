@@ -719,10 +719,14 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
     r9_ok = bool(r9["interpolated"].astype(bool).all())
     attributable = fails[fails["arch"].isin(trainable)]
     holds = bool(len(attributable) and r9_ok) if trainable else None
-    failed = ", ".join(f"{a} sigma_w={s:g} ({100 * m:.1f}%)"
-                       for a, s, m in zip(fails["arch"], fails["sigma_w"], fails["max_train_acc"])) or "none"
+    def name(r) -> str:  # a run's name; its seed too where a deep net has more than one
+        several = "seed" in deep and deep["seed"].nunique() > 1
+        return f"{r['arch']} sigma_w={r['sigma_w']:g}" + (f" seed {int(r['seed'])}" if several else "")
+
+    failed = ", ".join(f"{name(r)} ({100 * r['max_train_acc']:.1f}%)" for _, r in fails.iterrows()) or "none"
     small = summaries[(summaries["sigma_w"] < large_sigma_w) & (summaries["arch"] != "resnet9")]
-    return Verdict(holds, f"deep runs at sigma_w >= {large_sigma_w:g} that clearly fail to interpolate: {failed}; "
+    return Verdict(holds, f"deep runs at sigma_w >= {large_sigma_w:g} that clearly fail to interpolate: "
+                          f"{len(fails)}/{len(deep)}: {failed}; "
                           f"ResNet-9 interpolates there: {'yes' if r9_ok else 'no'} "
                           f"({int(r9['interpolated'].sum())}/{len(r9)}); deep runs at smaller sigma_w "
                           f"that interpolate: {int(small['interpolated'].astype(bool).sum())}/{len(small)}; "
@@ -731,9 +735,9 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
                           + ("; left out, diverged: " + ", ".join(
                               f"{a} sigma_w={s:g}" for a, s in zip(diverged["arch"], diverged["sigma_w"]))
                              if len(diverged) else ""),
-                   measured=[measure(f"{a} sigma_w={s:g} best train acc.", 100 * m, *best_train_interval(m, int(n)),
-                                     unit="%")
-                             for a, s, m, n in zip(deep["arch"], deep["sigma_w"], deep["max_train_acc"], deep["n_train"])])
+                   measured=[measure(f"{name(r)} best train acc.", 100 * r["max_train_acc"],
+                                     *best_train_interval(r["max_train_acc"], int(r["n_train"])), unit="%")
+                             for _, r in deep.iterrows()])
 
 
 # ------------------------------------------------------------------ 06 clocks

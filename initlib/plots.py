@@ -73,15 +73,14 @@ def spread_vs(table: pd.DataFrame, x: str, xlabel: str, title: str, group: str |
     nothing)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     groups = table.groupby(group, sort=False) if group else [(None, table)]
-    for key, g in groups:
+    for i, (key, g) in enumerate(groups):
         g = g.sort_values(x)
         yerr, what = _interval(g)
         ax.errorbar(g[x], g["spread_pp"], yerr=yerr, marker="o", capsize=3,
                     label=(what if key is None else f"{group}={key} ({what})"))
         if "floor_hi_pp" in g:  # one legend entry for the floor, however many groups draw one
-            floor_labelled = any(l.get_label().startswith("noise floor") for l in ax.get_lines())
             ax.plot(g[x], g["floor_hi_pp"], ls="--", color="0.5",
-                    label="_nolegend_" if floor_labelled else "noise floor (95% quantile)")
+                    label="noise floor (95% quantile)" if i == 0 else "_nolegend_")
     if paper:
         ax.scatter(list(paper), list(paper.values()), marker="*", s=140, color="k", zorder=5,
                    label="paper")
@@ -146,18 +145,22 @@ def spread_heatmap(table: pd.DataFrame, title: str, mark: tuple | None = None):
 
 def depth_panels(summaries: pd.DataFrame, title: str):
     """Per depth, against sigma_w: the best train accuracy reached (failures to interpolate
-    below the 99.5% line, hollow markers) and the test accuracy at best validation loss."""
+    below the 99.5% line, hollow markers) and the test accuracy at best validation loss; a
+    marker per run (seed), a line through their means."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for arch, g in summaries.groupby("arch", sort=False):
-        g = g.groupby("sigma_w").agg(train=("max_train_acc", "mean"), test=("test_acc_at_best_val", "mean"),
-                                     interp=("interpolated", "all")).reset_index()
-        line, = a1.plot(g["sigma_w"], 100 * g["train"], label=arch)
-        for s, tr, ok in zip(g["sigma_w"], g["train"], g["interp"]):
-            a1.plot(s, 100 * tr, "o", color=line.get_color(), mfc=line.get_color() if ok else "none")
-        a2.plot(g["sigma_w"], 100 * g["test"], "o-", color=line.get_color(), label=arch)
+    for arch, runs in summaries.groupby("arch", sort=False):
+        g = runs.groupby("sigma_w").agg(train=("max_train_acc", "mean"),
+                                        test=("test_acc_at_best_val", "mean")).reset_index()
+        line, = a1.plot(g["sigma_w"], 100 * g["train"], label=f"{arch} ({runs['seed'].nunique()} seeds)"
+                        if "seed" in runs else arch)
+        c = line.get_color()
+        for s, tr, ok in zip(runs["sigma_w"], runs["max_train_acc"], runs["interpolated"].astype(bool)):
+            a1.plot(s, 100 * tr, "o", color=c, mfc=c if ok else "none")
+        a2.plot(g["sigma_w"], 100 * g["test"], "-", color=c, label=arch)
+        a2.plot(runs["sigma_w"], 100 * runs["test_acc_at_best_val"], "o", color=c)
     a1.axhline(99.5, color="k", ls="--", lw=1, label="interpolation (99.5%)")
     a1.set_ylabel("best train accuracy (%)\nhollow: fails to interpolate")
-    a2.set_ylabel("test acc. at best val. loss (%)")
+    a2.set_ylabel("test acc. at best val. loss (%)\nmarkers: runs; line: their mean")
     for a in (a1, a2):
         a.set_xlabel(r"initialization scale $\sigma_w$")
         a.legend(fontsize=8)

@@ -236,6 +236,14 @@ def test_depth_verdict():
                       "n_train": 1000, "status": ["finished"] * 4})
     v = analysis.verdict_depth(s, 2.0)
     assert v.holds is True and "resnet56 sigma_w=2.5 (90.0%)" in v.text and "smaller sigma_w that interpolate: 1/1" in v.text
+    assert "fail to interpolate: 1/1:" in v.text and [m["what"] for m in v.measured] == ["resnet56 sigma_w=2.5 best train acc."]
+    # two seeds of the deep net: each run named with its seed, and how many of them fail
+    two = pd.concat([s.assign(seed=0), s.iloc[2:].assign(seed=1, max_train_acc=[1.0, 0.995],
+                                                         interpolated=[True, True])], ignore_index=True)
+    v = analysis.verdict_depth(two, 2.0)
+    assert v.holds is True and "fail to interpolate: 1/2: resnet56 sigma_w=2.5 seed 0 (90.0%)" in v.text
+    assert [m["what"] for m in v.measured] == ["resnet56 sigma_w=2.5 seed 0 best train acc.",
+                                               "resnet56 sigma_w=2.5 seed 1 best train acc."]
     # the table scores the selected predictor on every test image where the runs have it
     t = analysis.depth_table(s.assign(seed=0, tau_interp=[30.0, 80.0, 60.0, None], n_test=1000,
                                       test_acc_at_best_val=0.5, selected_test_acc=[0.61, 0.35, 0.42, 0.36],
@@ -361,7 +369,7 @@ def test_depth_verdict_leaves_diverged_runs_out():
     assert v.holds is None and "(1 diverged)" in v.text      # not counted as a failure
     s = pd.concat([s, s.iloc[[3]].assign(status="finished", interpolated=True, max_train_acc=1.0)], ignore_index=True)
     v = analysis.verdict_depth(s, 2.0)
-    assert v.holds is False and "fail to interpolate: none" in v.text
+    assert v.holds is False and "fail to interpolate: 0/1: none" in v.text
     assert "left out, diverged: resnet56 sigma_w=2.5" in v.text
 
 
@@ -518,3 +526,17 @@ def test_end_of_training_horizon_points_read_each_clock_at_the_horizon_in_its_ow
     assert list(sel["epochs"]) == [200] and list(sel["T_L2"]) == pytest.approx([0.1])
     with pytest.raises(ValueError, match="measure"):
         analysis.clock_points(e, analysis.CLOCK_GROUP_KEYS, measure="best")
+
+
+def test_spread_vs_labels_the_noise_floor_once_with_groups():
+    """Two groups each draw their noise floor; the legend names it once, and every group once."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from initlib import plots
+    table = pd.DataFrame({"lr": [0.1, 0.1, 0.3, 0.3], "epochs": [10, 20, 10, 20],
+                          "spread_pp": [5.0, 4.0, 3.0, 2.0], "ci_lo_pp": [4.0, 3.0, 2.0, 1.0],
+                          "ci_hi_pp": [6.0, 5.0, 4.0, 3.0], "floor_hi_pp": [1.0, 1.0, 1.5, 1.5]})
+    fig = plots.spread_vs(table, "epochs", "epochs", "t", group="lr")
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert sum(l.startswith("noise floor") for l in labels) == 1
+    assert sum(l.startswith("lr=") for l in labels) == 2
