@@ -719,8 +719,9 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
     r9_ok = bool(r9["interpolated"].astype(bool).all())
     attributable = fails[fails["arch"].isin(trainable)]
     holds = bool(len(attributable) and r9_ok) if trainable else None
-    def name(r) -> str:  # a run's name; its seed too where a deep net has more than one
-        several = "seed" in deep and deep["seed"].nunique() > 1
+    several = "seed" in deep and deep["seed"].nunique() > 1
+
+    def name(r) -> str:  # a run's name; its seed too where the deep runs have more than one
         return f"{r['arch']} sigma_w={r['sigma_w']:g}" + (f" seed {int(r['seed'])}" if several else "")
 
     failed = ", ".join(f"{name(r)} ({100 * r['max_train_acc']:.1f}%)" for _, r in fails.iterrows()) or "none"

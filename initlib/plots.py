@@ -151,8 +151,8 @@ def depth_panels(summaries: pd.DataFrame, title: str):
     for arch, runs in summaries.groupby("arch", sort=False):
         g = runs.groupby("sigma_w").agg(train=("max_train_acc", "mean"),
                                         test=("test_acc_at_best_val", "mean")).reset_index()
-        line, = a1.plot(g["sigma_w"], 100 * g["train"], label=f"{arch} ({runs['seed'].nunique()} seeds)"
-                        if "seed" in runs else arch)
+        seeds = runs["seed"].nunique() if "seed" in runs else 1
+        line, = a1.plot(g["sigma_w"], 100 * g["train"], label=f"{arch} ({seeds} seed{'s' * (seeds > 1)})")
         c = line.get_color()
         for s, tr, ok in zip(runs["sigma_w"], runs["max_train_acc"], runs["interpolated"].astype(bool)):
             a1.plot(s, 100 * tr, "o", color=c, mfc=c if ok else "none")
