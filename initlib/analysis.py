@@ -733,8 +733,7 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
                           f"that interpolate: {int(small['interpolated'].astype(bool).sum())}/{len(small)}; "
                           f"deep architectures that interpolate at sigma_w={smallest:g}: "
                           f"{', '.join(sorted(trainable)) or 'none'}"
-                          + ("; left out, diverged: " + ", ".join(
-                              f"{a} sigma_w={s:g}" for a, s in zip(diverged["arch"], diverged["sigma_w"]))
+                          + ("; left out, diverged: " + ", ".join(name(r) for _, r in diverged.iterrows())
                              if len(diverged) else ""),
                    measured=[measure(f"{name(r)} best train acc.", 100 * r["max_train_acc"],
                                      *best_train_interval(r["max_train_acc"], int(r["n_train"])), unit="%")
