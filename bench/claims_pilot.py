@@ -17,6 +17,7 @@ lands, and the spread.
     python bench/claims_pilot.py --train --claims 05 --only resnet20_w0.25,resnet56_w0.25
     python bench/claims_pilot.py --train --claims 04 --only lr0.015_b256 --seeds 1,2   # more seeds
     python bench/claims_pilot.py --train --claims 01 --sigmas 2.5   # one end only
+    python bench/claims_pilot.py --claims 01 --only width0.25 --seeds 0,1,2 --sigmas 0.1,0.5,1.0,2.5 --grid
 
 The paper's cells (../shared/PAPER.md; 40,000 images, 313 steps per epoch at b = 128, 300
 epochs): low-LR SGD eta 1e-3 (T_SGD 7.3e-4, flow eta x steps 94); claim 3's eta = lambda = 1e-2
@@ -69,6 +70,10 @@ CANDIDATES = {
         "lr0.15_l2_T9.4": (dict(lr=0.15, l2=1.22e-2), dict(lr=1e-2, l2=1e-2, b=128)),
         # 3.3x 01's lr: T_SGD 0.1, close to the paper's 0.073 for this cell; T_L2 9.4
         "lr0.05_l2_T9.4": (dict(lr=0.05, l2=3.7e-2), dict(lr=1e-2, l2=1e-2, b=128)),
+        # 03's shipped L2 cell with only the width doubled (as 01's width0.25): at width 0.125, 4 of
+        # its 12 selected predictors stopped at 97.0-98.9% train accuracy (the premise that left 03
+        # undecided); the same clocks (T_L2 4.7, eta lambda 9x the paper's), half the per-step angle
+        "lr0.15_l2_T4.7_width0.25": (dict(lr=0.15, l2=6.1e-3, width=0.25), dict(lr=1e-2, l2=1e-2, b=128)),
     },
     "04": {
         # fixed lr and epochs over b (as the paper). At 01's lr 0.015, b = 256 gets flow 38 in
@@ -174,10 +179,55 @@ def spread_rows(cfgs: dict[Key, dict]) -> pd.DataFrame:
         sel, end = [x["selected_test_acc"] for x in s], [x["end_test_acc"] for x in s]
         rows.append({"candidate": cell,
                      "selected spread (pp)": f"{100 * (max(sel) - min(sel)):.1f}",
-                     "train acc at selected": " / ".join(f"{x['train_acc_at_best_val']:.1%}" for x in s),
+                     "train acc at selected": by_sigma(runs, s, "train_acc_at_best_val"),
                      "end spread (pp)": f"{100 * (max(end) - min(end)):.1f}",
-                     "train acc at end": " / ".join(f"{x['final_train_acc']:.1%}" for x in s)})
+                     "train acc at end": by_sigma(runs, s, "final_train_acc")})
     return pd.DataFrame(rows)
+
+
+def by_sigma(runs, summaries, column) -> str:
+    """One summary value per sigma_w of a cell, each labelled with its sigma_w: '0.1: 98.5% / 2.5: 59.8%'."""
+    return " / ".join(f"{k.sigma_w:g}: {x[column]:.1%}" for (k, _), x in zip(runs, summaries))
+
+
+def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) -> pd.DataFrame:
+    """Each candidate's sigma_w x seed grid read as its notebook reads it: the spread of the selected
+    predictors (mean over seeds) with its 95% interval and noise floor, and how many of the selected
+    predictors interpolate (analysis.spread_table, analysis.share_selected_interpolating: the
+    functions 01's notebook calls). ``shipped``: a (label, {"store": dir, "configs": [...]}) grid
+    from the main store to read beside them. A candidate with a run not done reads 'incomplete'."""
+    from initlib import analysis, store
+    groups = {}
+    for k, c in cfgs.items():
+        groups.setdefault(f"{k.claim} {k.name}", []).append(c)
+    sources = [(name, STORE, cs) for name, cs in groups.items()]
+    if shipped is not None:
+        sources.insert(0, (shipped[0], shipped[1]["store"], shipped[1]["configs"]))
+    rows = []
+    for name, store_dir, cs in sources:
+        s = store.load_summaries(store_dir, cs)
+        if len(s) < len(cs):
+            rows.append({"grid": name, "runs": f"{len(s)} of {len(cs)} done: incomplete"})
+            continue
+        t = analysis.spread_table(analysis.at_selected(s), ["width"]).iloc[0]
+        k, n = analysis.share_selected_interpolating(s)
+        rows.append({"grid": name, "runs": f"{n} ({int(t['seeds'])} seeds x {s['sigma_w'].nunique()} sigma_w)",
+                     "selected spread (pp) [95%]": f"{t['spread_pp']:.1f} [{t['ci_lo_pp']:.1f}, {t['ci_hi_pp']:.1f}]",
+                     "seed range (pp)": f"{t['spread_min_pp']:.1f}-{t['spread_max_pp']:.1f}",
+                     "floor q95 (pp)": f"{t['floor_hi_pp']:.1f}",
+                     "selected predictors that interpolate": f"{k}/{n}",
+                     "lowest train acc at selected": f"{t['min_max_train_acc']:.1f}%"})
+    return pd.DataFrame(rows)
+
+
+def shipped_sgd_grid() -> tuple[str, dict]:
+    """01's shipped low-lr SGD arm (cpu profile, width 0.125) in the main store, for the grid table."""
+    from initlib.params import load_params
+    from initlib.sweep import bind_to_data
+    sw = load_params(ROOT / "params" / "01_optimizer_dependence.yaml", "cpu")
+    bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
+    return "01 shipped SGD, width 0.125", {"store": ROOT / "runs",
+                                            "configs": [c for c in sw.configs if c["optimizer"] == "sgd"]}
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -194,6 +244,10 @@ def main():
     ap.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     ap.add_argument("--sigmas", default=",".join(map(str, SIGMAS)),
                     help="comma-separated sigma_w (default: both ends, %(default)s)")
+    ap.add_argument("--grid", action="store_true",
+                    help="also read each candidate's whole sigma_w x seed grid as its notebook would "
+                         "(spread with interval and floor, interpolating share); with --claims 01, beside "
+                         "01's shipped SGD arm from runs/")
     a = ap.parse_args()
     claims = a.claims.split(",")
     try:
@@ -221,6 +275,8 @@ def main():
     spreads = spread_rows(cfgs)
     if not spreads.empty:
         print("\n" + markdown(spreads))
+    if a.grid:
+        print("\n" + markdown(grid_rows(cfgs, shipped_sgd_grid() if claims == ["01"] else None)))
 
 
 if __name__ == "__main__":
