@@ -191,10 +191,11 @@ def by_sigma(runs, summaries, column) -> str:
 
 
 def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) -> pd.DataFrame:
-    """Each candidate's sigma_w x seed grid read as its notebook reads it: the spread of the selected
-    predictors (mean over seeds) with its 95% interval and noise floor, and how many of the selected
-    predictors interpolate (analysis.spread_table, analysis.share_selected_interpolating: the
-    functions 01's notebook calls). ``shipped``: a (label, {"store": dir, "configs": [...]}) grid
+    """Each candidate's sigma_w x seed grid read as its notebook reads it, on both measures (the
+    selected predictors and the end-of-training ones): the spread (mean over seeds) with its 95%
+    interval and noise floor, and how many of the predictors scored interpolate
+    (analysis.at_selected, analysis.at_end_of_training, analysis.spread_table: what 01's notebook
+    calls). ``shipped``: a (label, {"store": dir, "configs": [...]}) grid
     from the main store to read beside them. A candidate with a run not done reads 'incomplete'."""
     from initlib import analysis, store
     groups = {}
@@ -209,14 +210,14 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
         if len(s) < len(cs):
             rows.append({"grid": name, "runs": f"{len(s)} of {len(cs)} done: incomplete"})
             continue
-        t = analysis.spread_table(analysis.at_selected(s), ["width"]).iloc[0]
-        k, n = analysis.share_selected_interpolating(s)
-        rows.append({"grid": name, "runs": f"{n} ({int(t['seeds'])} seeds x {s['sigma_w'].nunique()} sigma_w)",
-                     "selected spread (pp) [95%]": f"{t['spread_pp']:.1f} [{t['ci_lo_pp']:.1f}, {t['ci_hi_pp']:.1f}]",
-                     "seed range (pp)": f"{t['spread_min_pp']:.1f}-{t['spread_max_pp']:.1f}",
-                     "floor q95 (pp)": f"{t['floor_hi_pp']:.1f}",
-                     "selected predictors that interpolate": f"{k}/{n}",
-                     "lowest train acc at selected": f"{t['min_max_train_acc']:.1f}%"})
+        row = {"grid": name, "runs": f"{len(s)} ({s['seed'].nunique()} seeds x {s['sigma_w'].nunique()} sigma_w)"}
+        for label, scored in (("selected", analysis.at_selected(s)), ("end", analysis.at_end_of_training(s))):
+            t = analysis.spread_table(scored, ["width"]).iloc[0]
+            row |= {f"{label} spread (pp) [95%]": f"{t['spread_pp']:.1f} [{t['ci_lo_pp']:.1f}, {t['ci_hi_pp']:.1f}]",
+                    f"{label}: floor q95 (pp)": f"{t['floor_hi_pp']:.1f}",
+                    f"{label}: interpolate (lowest train acc)":
+                        f"{int(scored['interpolated'].sum())}/{len(s)} ({t['min_max_train_acc']:.1f}%)"}
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
