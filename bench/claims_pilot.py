@@ -210,7 +210,8 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
         if len(s) < len(cs):
             rows.append({"grid": name, "runs": f"{len(s)} of {len(cs)} done: incomplete"})
             continue
-        row = {"grid": name, "runs": f"{len(s)} ({s['seed'].nunique()} seeds x {s['sigma_w'].nunique()} sigma_w)"}
+        n_seeds = s["seed"].nunique()
+        row = {"grid": name, "runs": f"{len(s)} ({n_seeds} seed{'s' if n_seeds > 1 else ''} x {s['sigma_w'].nunique()} sigma_w)"}
         for label, scored in (("selected", analysis.at_selected(s)), ("end", analysis.at_end_of_training(s))):
             t = analysis.spread_table(scored, ["width"]).iloc[0]
             row |= {f"{label} spread (pp) [95%]": f"{t['spread_pp']:.1f} [{t['ci_lo_pp']:.1f}, {t['ci_hi_pp']:.1f}]",
