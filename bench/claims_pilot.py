@@ -11,6 +11,13 @@ for ResNet-9; x 4 / width' for the He ResNets, whose base is 16 channels, not 64
 without it the table also shows, for trained runs, whether they interpolate, where selection
 lands, and the spread.
 
+Finished pilot runs are committed: every call (but ``--plan``) first imports
+bench/claims_pilot_runs/ into runs_pilot/ and then exports the finished runs it names back
+(config, per-epoch metrics, summary with checksums; no checkpoints, as results/cpu). The store
+of one session does not survive into the next (a new checkout), so a pilot that spans
+sessions keeps its finished runs here, and its tables can be rebuilt from them; a run stopped
+mid-way is retrained from its start in the next session.
+
     python bench/claims_pilot.py --plan
     python bench/claims_pilot.py --train --claims 03
     python bench/claims_pilot.py --claims 03,04          # the table of what has run
@@ -18,6 +25,8 @@ lands, and the spread.
     python bench/claims_pilot.py --train --claims 04 --only lr0.015_b256 --seeds 1,2   # more seeds
     python bench/claims_pilot.py --train --claims 01 --sigmas 2.5   # one end only
     python bench/claims_pilot.py --claims 01 --only width0.25 --seeds 0,1,2 --sigmas 0.1,0.5,1.0,2.5 --grid
+    python bench/claims_pilot.py --claims 03 --only lr0.15_l2_T4.7_width0.25 --seeds 0,1,2 \
+        --sigmas 0.1,0.5,1.0,2.5 --grid --verdict03 width0.25   # 03's notebook rule on the pilot
 
 The paper's cells (../shared/PAPER.md; 40,000 images, 313 steps per epoch at b = 128, 300
 epochs): low-LR SGD eta 1e-3 (T_SGD 7.3e-4, flow eta x steps 94); claim 3's eta = lambda = 1e-2
@@ -38,6 +47,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 STORE = ROOT / "runs_pilot"
+PILOT_RUNS = ROOT / "bench" / "claims_pilot_runs"  # finished pilot runs, committed (no checkpoints)
 SIGMAS = (0.1, 2.5)
 PAPER_STEPS_PER_EPOCH_B128 = 313  # 40,000 / 128
 PAPER_EPOCHS = 300
@@ -223,13 +233,44 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
 
 
 def shipped_sgd_grid() -> tuple[str, dict]:
-    """01's shipped low-lr SGD arm (cpu profile, width 0.125) in the main store, for the grid table."""
+    """01's shipped low-lr SGD arm (cpu profile, width 0.125) as results/cpu ships it, for the grid table."""
     from initlib.params import load_params
     from initlib.sweep import bind_to_data
     sw = load_params(ROOT / "params" / "01_optimizer_dependence.yaml", "cpu")
     bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
-    return "01 shipped SGD, width 0.125", {"store": ROOT / "runs",
+    return "01 shipped SGD, width 0.125", {"store": ROOT / "results" / "cpu",
                                             "configs": [c for c in sw.configs if c["optimizer"] == "sgd"]}
+
+
+def verdict_03(arms: str, seeds, sigmas) -> str:
+    """Notebook 03's verdict, by its own functions (analysis.verdict_l2_lr on both measures,
+    analysis.on_both_measures), on a pair of arms: ``shipped`` reads 03's cpu runs from
+    results/cpu (it must print the committed report's verdict: the check that this reads a grid
+    as the notebook does); ``width0.25`` reads the pilot's low-lr arm (01 width0.25: 01's SGD
+    with only the width doubled) and its L2 arm (03 lr0.15_l2_T4.7_width0.25) from the pilot
+    store. Every run of both arms must be done."""
+    from initlib import analysis, store
+    if arms == "shipped":
+        from initlib.params import load_params
+        from initlib.sweep import bind_to_data
+        sw = load_params(ROOT / "params" / "03_l2_and_lr.yaml", "cpu")
+        bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
+        cs = sw.configs
+        store_dir = ROOT / "results" / "cpu"
+    elif arms == "width0.25":
+        cs = list(configs(["01"], ["width0.25"], seeds, sigmas).values()) + \
+            list(configs(["03"], ["lr0.15_l2_T4.7_width0.25"], seeds, sigmas).values())
+        store_dir = STORE
+    else:
+        raise SystemExit(f"--verdict03 {arms}: expected 'shipped' or 'width0.25'")
+    s = store.load_summaries(store_dir, cs)
+    if len(s) < len(cs):
+        return f"03 on {arms}: {len(s)} of {len(cs)} runs done: no verdict yet"
+    table = analysis.spread_table(analysis.at_selected(s), ["lr", "l2"], sigma_grid_per_group=True)
+    end = analysis.at_end_of_training(s)
+    end_table = analysis.spread_table(end, ["lr", "l2"], sigma_grid_per_group=True)
+    v = analysis.on_both_measures(analysis.verdict_l2_lr(table, s), analysis.verdict_l2_lr(end_table, end))
+    return f"03 on {arms} ({len(s)} runs): **{v.word}**: {v.text}"
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -249,7 +290,10 @@ def main():
     ap.add_argument("--grid", action="store_true",
                     help="also read each candidate's whole sigma_w x seed grid as its notebook would "
                          "(spread with interval and floor, interpolating share); with --claims 01, beside "
-                         "01's shipped SGD arm from runs/")
+                         "01's shipped SGD arm from results/cpu")
+    ap.add_argument("--verdict03", choices=("shipped", "width0.25"), default=None,
+                    help="notebook 03's verdict on its shipped cpu arms, or on the width-0.25 pilot's two arms "
+                         "(01 width0.25 and 03 lr0.15_l2_T4.7_width0.25 at --seeds x --sigmas)")
     a = ap.parse_args()
     claims = a.claims.split(",")
     try:
@@ -267,18 +311,26 @@ def main():
         # sigma_w changes no clock: one row per candidate
         print(markdown(pd.DataFrame([plan_row(k, c) for k, c in cfgs.items() if k.sigma_w == sigmas[0] and k.seed == seeds[0]])))
         return
+    from initlib import store
+    if PILOT_RUNS.is_dir():
+        store.import_runs(PILOT_RUNS, STORE, warn=lambda m: print(m, file=sys.stderr))
     if a.train:
         from initlib.params import Sweep
         from initlib.sweep import bind_to_data, run_sweep
         sw = Sweep(Path("claims_pilot"), "cpu", list(cfgs.values()))
         bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
         run_sweep(sw.configs, STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="claims pilot")
+    if STORE.is_dir():
+        n = store.export_runs(STORE, list(cfgs.values()), PILOT_RUNS, warn=lambda m: print(m, file=sys.stderr))
+        print(f"{n} finished pilot runs of this selection kept in {PILOT_RUNS.relative_to(ROOT)}/", file=sys.stderr)
     print(markdown(pd.DataFrame([result_row(k, c) for k, c in cfgs.items()])))
     spreads = spread_rows(cfgs)
     if not spreads.empty:
         print("\n" + markdown(spreads))
     if a.grid:
         print("\n" + markdown(grid_rows(cfgs, shipped_sgd_grid() if claims == ["01"] else None)))
+    if a.verdict03:
+        print("\n" + verdict_03(a.verdict03, seeds, sigmas))
 
 
 if __name__ == "__main__":
