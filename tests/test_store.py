@@ -66,7 +66,21 @@ def test_a_lock_file_nobody_holds_is_taken_at_once(tmp_path, content, capsys):
     store.release_lock(rdir)
 
 
-def test_a_stop_while_taking_a_lock_leaves_it_to_be_released(tmp_path, monkeypatch):
+def _ctrl_c_as_from_a_terminal():
+    """SIGINT as a terminal leaves it to Python (KeyboardInterrupt). A shell that starts a job
+    in the background (``make test &``, ``nohup``) hands it on ignored, and Python then never
+    raises KeyboardInterrupt: a Ctrl-C test sets up the Ctrl-C it tests."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # in the child, before exec: Python installs its handler
+
+
+@pytest.fixture
+def ctrl_c_reaches_python():
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_stop_while_taking_a_lock_leaves_it_to_be_released(tmp_path, monkeypatch, ctrl_c_reaches_python):
     """Ctrl-C arriving between creating the lock file and recording it (it happened in CI: a
     lock file was left behind) is held back until the lock is recorded, so release_all_locks,
     a stopping worker's last step, removes it."""
@@ -313,7 +327,8 @@ def test_ctrl_c_and_sigterm_stop_every_worker_cleanly(tmp_path, how):
     s = tmp_path / "store"
     proc = subprocess.Popen([sys.executable, "-m", "initlib", "sweep", str(p), "--store", str(s),
                              "--workers", "2"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_ctrl_c_as_from_a_terminal)
     deadline = time.time() + 120
     while time.time() < deadline and len(list(s.glob("*/" + store.CHECKPOINT))) < 2:
         time.sleep(0.1)
