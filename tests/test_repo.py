@@ -111,3 +111,16 @@ def test_readme_results_table_is_the_cpu_verdicts():
     for p in NOTEBOOKS:
         assert (ROOT / "figures" / "cpu" / f"{p.stem}.png").exists()
         assert (ROOT / "figures" / "cpu" / f"{p.stem}.verdict.json").exists()
+
+
+def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
+    """bench/claims_pilot.py --verdict03 decides a pilot's two arms with notebook 03's rule; on
+    03's shipped runs it must print the committed report's verdict, word and text."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("claims_pilot", ROOT / "bench" / "claims_pilot.py")
+    pilot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pilot)
+    shipped = json.loads((ROOT / "figures" / "cpu" / "03_l2_and_lr.verdict.json").read_text())
+    out = pilot.verdict_03("shipped", (0,), (0.1,), (0.1,))
+    assert f"**{shipped['word']}**: {shipped['ours']}" in out, out
+    assert pilot.verdict_03("width0.25", (9,), (0.1,), (0.1,)).endswith("no verdict yet")  # seed 9: never run
