@@ -242,6 +242,16 @@ def shipped_sgd_grid() -> tuple[str, dict]:
                                             "configs": [c for c in sw.configs if c["optimizer"] == "sgd"]}
 
 
+def bound(cs: list[dict]) -> list[dict]:
+    """The configs bound to the data in $INITLIB_DATA_DIR (its fingerprint is part of each run's
+    identity, so a run on other data is another run), as the sweep binds them."""
+    from initlib.params import Sweep
+    from initlib.sweep import bind_to_data
+    sw = Sweep(Path("claims_pilot"), "cpu", list(cs))
+    bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
+    return sw.configs
+
+
 def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     """Notebook 03's verdict, by its own functions (analysis.verdict_l2_lr on both measures,
     analysis.on_both_measures), on a pair of arms: ``shipped`` reads 03's cpu runs from
@@ -260,8 +270,8 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
         cs = sw.configs
         store_dir = ROOT / "results" / "cpu"
     elif arms == "width0.25":
-        cs = list(configs(["01"], ["width0.25"], seeds, low_sigmas).values()) + \
-            list(configs(["03"], ["lr0.15_l2_T4.7_width0.25"], seeds, sigmas).values())
+        cs = bound(list(configs(["01"], ["width0.25"], seeds, low_sigmas).values()) +
+                   list(configs(["03"], ["lr0.15_l2_T4.7_width0.25"], seeds, sigmas).values()))
         store_dir = STORE
     else:
         raise SystemExit(f"--verdict03 {arms}: expected 'shipped' or 'width0.25'")
@@ -318,12 +328,10 @@ def main():
     from initlib import store
     if PILOT_RUNS.is_dir():
         store.import_runs(PILOT_RUNS, STORE, warn=lambda m: print(m, file=sys.stderr))
+    cfgs = dict(zip(cfgs, bound(list(cfgs.values()))))
     if a.train:
-        from initlib.params import Sweep
-        from initlib.sweep import bind_to_data, run_sweep
-        sw = Sweep(Path("claims_pilot"), "cpu", list(cfgs.values()))
-        bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
-        run_sweep(sw.configs, STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="claims pilot")
+        from initlib.sweep import run_sweep
+        run_sweep(list(cfgs.values()), STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="claims pilot")
     if STORE.is_dir():
         n = store.export_runs(STORE, list(cfgs.values()), PILOT_RUNS, warn=lambda m: print(m, file=sys.stderr))
         print(f"{n} finished pilot runs of this selection kept in {PILOT_RUNS.relative_to(ROOT)}/", file=sys.stderr)
