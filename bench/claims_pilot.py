@@ -232,24 +232,31 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
     return pd.DataFrame(rows)
 
 
-def shipped_sgd_grid() -> tuple[str, dict]:
-    """01's shipped low-lr SGD arm (cpu profile, width 0.125) as results/cpu ships it, for the grid table."""
-    from initlib.params import load_params
+def bound(sw) -> list[dict]:
+    """The configs of Sweep ``sw`` bound to the data in $INITLIB_DATA_DIR (its fingerprint is part
+    of each run's identity, so a run on other data is another run), as the sweep binds them."""
     from initlib.sweep import bind_to_data
-    sw = load_params(ROOT / "params" / "01_optimizer_dependence.yaml", "cpu")
-    bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
-    return "01 shipped SGD, width 0.125", {"store": ROOT / "results" / "cpu",
-                                            "configs": [c for c in sw.configs if c["optimizer"] == "sgd"]}
-
-
-def bound(cs: list[dict]) -> list[dict]:
-    """The configs bound to the data in $INITLIB_DATA_DIR (its fingerprint is part of each run's
-    identity, so a run on other data is another run), as the sweep binds them."""
-    from initlib.params import Sweep
-    from initlib.sweep import bind_to_data
-    sw = Sweep(Path("claims_pilot"), "cpu", list(cs))
     bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
     return sw.configs
+
+
+def pilot_configs(cs) -> list[dict]:
+    """Pilot configs, bound to the data."""
+    from initlib.params import Sweep
+    return bound(Sweep(Path("claims_pilot"), "cpu", list(cs)))
+
+
+def shipped_configs(params_file: str) -> list[dict]:
+    """A params file's cpu configs, bound to the data: the runs results/cpu ships for it."""
+    from initlib.params import load_params
+    return bound(load_params(ROOT / "params" / params_file, "cpu"))
+
+
+def shipped_sgd_grid() -> tuple[str, dict]:
+    """01's shipped low-lr SGD arm (cpu profile, width 0.125) as results/cpu ships it, for the grid table."""
+    return "01 shipped SGD, width 0.125", {"store": ROOT / "results" / "cpu",
+                                            "configs": [c for c in shipped_configs("01_optimizer_dependence.yaml")
+                                                        if c["optimizer"] == "sgd"]}
 
 
 def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
@@ -263,15 +270,11 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     both arms must be done."""
     from initlib import analysis, store
     if arms == "shipped":
-        from initlib.params import load_params
-        from initlib.sweep import bind_to_data
-        sw = load_params(ROOT / "params" / "03_l2_and_lr.yaml", "cpu")
-        bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
-        cs = sw.configs
+        cs = shipped_configs("03_l2_and_lr.yaml")
         store_dir = ROOT / "results" / "cpu"
     elif arms == "width0.25":
-        cs = bound(list(configs(["01"], ["width0.25"], seeds, low_sigmas).values()) +
-                   list(configs(["03"], ["lr0.15_l2_T4.7_width0.25"], seeds, sigmas).values()))
+        cs = pilot_configs(list(configs(["01"], ["width0.25"], seeds, low_sigmas).values()) +
+                           list(configs(["03"], ["lr0.15_l2_T4.7_width0.25"], seeds, sigmas).values()))
         store_dir = STORE
     else:
         raise SystemExit(f"--verdict03 {arms}: expected 'shipped' or 'width0.25'")
@@ -288,6 +291,15 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
 def markdown(df: pd.DataFrame) -> str:
     return "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n" + "\n".join(
         "| " + " | ".join(str(v) for v in r) + " |" for r in df.fillna("").itertuples(index=False))
+
+
+def listed(ap: argparse.ArgumentParser, flag: str, text: str, kind) -> tuple:
+    """A comma-separated option as a tuple of ``kind``; a clear error naming the option, before
+    anything is trained, if it is not one."""
+    try:
+        return tuple(kind(v) for v in text.split(","))
+    except ValueError:
+        ap.error(f"{flag} {text}: not a comma-separated list of {'integers' if kind is int else 'numbers'}")
 
 
 def main():
@@ -310,14 +322,9 @@ def main():
                     help="with --verdict03 width0.25: the low-lr arm's sigma_w (default: --sigmas)")
     a = ap.parse_args()
     claims = a.claims.split(",")
-    try:
-        seeds = tuple(int(v) for v in a.seeds.split(","))
-    except ValueError:
-        ap.error(f"--seeds {a.seeds}: not a comma-separated list of integers")
-    try:
-        sigmas = tuple(float(v) for v in a.sigmas.split(","))
-    except ValueError:
-        ap.error(f"--sigmas {a.sigmas}: not a comma-separated list of numbers")
+    seeds = listed(ap, "--seeds", a.seeds, int)
+    sigmas = listed(ap, "--sigmas", a.sigmas, float)
+    low_sigmas = listed(ap, "--low-sigmas", a.low_sigmas, float) if a.low_sigmas else sigmas
     cfgs = configs(claims, a.only.split(",") if a.only else None, seeds, sigmas)
     if not cfgs:
         ap.error(f"--only {a.only}: no candidate of claims {a.claims} has that name")
@@ -328,7 +335,7 @@ def main():
     from initlib import store
     if PILOT_RUNS.is_dir():
         store.import_runs(PILOT_RUNS, STORE, warn=lambda m: print(m, file=sys.stderr))
-    cfgs = dict(zip(cfgs, bound(list(cfgs.values()))))
+    cfgs = dict(zip(cfgs, pilot_configs(cfgs.values())))
     if a.train:
         from initlib.sweep import run_sweep
         run_sweep(list(cfgs.values()), STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="claims pilot")
@@ -342,8 +349,7 @@ def main():
     if a.grid:
         print("\n" + markdown(grid_rows(cfgs, shipped_sgd_grid() if claims == ["01"] else None)))
     if a.verdict03:
-        low = tuple(float(v) for v in a.low_sigmas.split(",")) if a.low_sigmas else sigmas
-        print("\n" + verdict_03(a.verdict03, seeds, sigmas, low))
+        print("\n" + verdict_03(a.verdict03, seeds, sigmas, low_sigmas))
 
 
 if __name__ == "__main__":
