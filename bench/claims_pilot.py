@@ -260,10 +260,10 @@ def shipped_sgd_grid() -> tuple[str, dict]:
 
 
 def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
-    """Notebook 03's verdict, by its own functions (analysis.verdict_l2_lr on both measures,
-    analysis.on_both_measures), on a pair of arms: ``shipped`` reads 03's cpu runs from
-    results/cpu (it must print the committed report's verdict: the check that this reads a grid
-    as the notebook does); ``width0.25`` reads the pilot's low-lr arm (01 width0.25: 01's SGD
+    """Notebook 03's verdict, by the function its verdict cell calls (analysis.decide_l2_lr), on
+    a pair of arms: ``shipped`` reads 03's cpu runs from results/cpu (width 0.25 since session
+    30; it must print the committed report's verdict: the check that this reads a grid as the
+    notebook does); ``width0.25`` reads the pilot's low-lr arm (01 width0.25: 01's SGD
     with only the width doubled) and its L2 arm (03 lr0.15_l2_T4.7_width0.25) from the pilot
     store, the low arm at ``low_sigmas`` (its ends are enough: a max - min over fewer sigma_w
     is no larger, so the difference the rule asks to be above 0 can only shrink). Every run of
@@ -281,10 +281,7 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     s = store.load_summaries(store_dir, cs)
     if len(s) < len(cs):
         return f"03 on {arms}: {len(s)} of {len(cs)} runs done: no verdict yet"
-    table = analysis.spread_table(analysis.at_selected(s), ["lr", "l2"], sigma_grid_per_group=True)
-    end = analysis.at_end_of_training(s)
-    end_table = analysis.spread_table(end, ["lr", "l2"], sigma_grid_per_group=True)
-    v = analysis.on_both_measures(analysis.verdict_l2_lr(table, s), analysis.verdict_l2_lr(end_table, end))
+    v = analysis.decide_l2_lr(s)
     return f"03 on {arms} ({len(s)} runs): **{v.word}**: {v.text}"
 
 

@@ -613,6 +613,21 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                    measured=measured, premise_met=trained)
 
 
+def l2_lr_tables(summaries: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Notebook 03's spread per (lr, L2) cell, each cell over its own sigma_w grid, on both
+    measures: (the selected predictors' table, the end-of-training summaries, their table)."""
+    table = spread_table(at_selected(summaries), ["lr", "l2"], sigma_grid_per_group=True)
+    end = at_end_of_training(summaries)
+    return table, end, spread_table(end, ["lr", "l2"], sigma_grid_per_group=True)
+
+
+def decide_l2_lr(summaries: pd.DataFrame) -> Verdict:
+    """Notebook 03's verdict: verdict_l2_lr on the selected predictors (the paper's measure) and
+    on the end-of-training ones, combined by on_both_measures."""
+    table, end, end_table = l2_lr_tables(summaries)
+    return on_both_measures(verdict_l2_lr(table, summaries), verdict_l2_lr(end_table, end))
+
+
 # ------------------------------------------------------------------ 04 batch size
 def spearman(x, y) -> float:
     """Spearman's rank correlation (scipy.stats.spearmanr) over the finite pairs; NaN with

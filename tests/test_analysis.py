@@ -132,6 +132,26 @@ def test_l2_verdict_needs_a_collapse_to_the_noise_floor():
     assert analysis.verdict_l2_lr(*l2_runs(20.0, 1.0)).premise_met
 
 
+def test_decide_l2_lr_reads_both_measures_as_notebook_03_does():
+    _, s = l2_runs(20.0, 1.0)
+    s = s.assign(train_acc_at_best_val=1.0)
+
+    def with_end(end, train_acc=1.0):
+        return s.assign(final_train_acc=train_acc, end_test_acc=end["selected_test_acc"].to_numpy(),
+                        end_test_n=end["selected_test_n"].to_numpy(),
+                        end_test_correct=end["selected_test_correct"].to_numpy())
+    # the end-of-training predictors interpolate and collapse as well: the two measures agree
+    v = analysis.decide_l2_lr(with_end(l2_runs(20.0, 1.0)[1]))
+    assert v.holds is True and "agree" in v.text
+    # they interpolate and the L2 cell keeps 15 pp there: the measures disagree -> undecided
+    v = analysis.decide_l2_lr(with_end(l2_runs(20.0, 15.0)[1]))
+    assert v.holds is None and "disagree" in v.text
+    # they do not interpolate (30% train acc.): they cannot speak, and the verdict rests on the
+    # selected predictors alone
+    v = analysis.decide_l2_lr(with_end(l2_runs(20.0, 15.0)[1], train_acc=0.3))
+    assert v.holds is True and "alone" in v.text and "do not interpolate" in v.text
+
+
 def test_slope_and_trend_interval_on_hand_computed_cases():
     from initlib import stats
     assert stats.slope([1, 2, 3], [1, 3, 5]) == pytest.approx(2.0)
