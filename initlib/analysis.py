@@ -621,10 +621,12 @@ def l2_lr_tables(summaries: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, p
     return table, end, spread_table(end, ["lr", "l2"], sigma_grid_per_group=True)
 
 
-def decide_l2_lr(summaries: pd.DataFrame) -> Verdict:
+def decide_l2_lr(summaries: pd.DataFrame, tables: tuple | None = None) -> Verdict:
     """Notebook 03's verdict: verdict_l2_lr on the selected predictors (the paper's measure) and
-    on the end-of-training ones, combined by on_both_measures."""
-    table, end, end_table = l2_lr_tables(summaries)
+    on the end-of-training ones, combined by on_both_measures. ``tables``: what
+    :func:`l2_lr_tables` returned for these summaries, where the caller has it already (their
+    bootstrap intervals are the cost)."""
+    table, end, end_table = tables if tables is not None else l2_lr_tables(summaries)
     return on_both_measures(verdict_l2_lr(table, summaries), verdict_l2_lr(end_table, end))
 
 
