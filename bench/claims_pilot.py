@@ -285,6 +285,39 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     return f"03 on {arms} ({len(s)} runs): **{v.word}**: {v.text}"
 
 
+def same_clock_03() -> str:
+    """Two of 03's shipped L2 doses with one T_L2 clock and different lr (lr 0.15 / lambda 2e-3
+    and lr 0.05 / lambda 6.1e-3: eta lambda 3.0e-4 and 3.1e-4 per step): each one's spread of
+    the selected predictors with its clocks at the selected epochs, and the difference of the
+    two spreads with its 95% interval (initlib.stats.difference_interval: test images shared,
+    seeds resampled). Notebook 06 puts both in its T_L2 family; if T_L2 alone governed, the two
+    spreads would agree within their noise."""
+    from initlib import analysis, store
+    from initlib.stats import difference_interval
+    cs = [c for c in shipped_configs("03_l2_and_lr.yaml")
+          if (c["lr"], c["l2"]) in ((0.15, 2.0e-3), (0.05, 6.1e-3))]
+    s = store.load_summaries(ROOT / "results" / "cpu", cs)
+    if len(s) < len(cs):
+        return f"same clock: {len(s)} of {len(cs)} runs done: nothing to read yet"
+    s = analysis.with_selected_accuracy(s)
+    cell = lambda lr: s[s["lr"] == lr]  # noqa: E731
+    rows = []
+    for lr in (0.15, 0.05):
+        g = cell(lr)
+        acc = g.groupby("sigma_w")["test_acc_at_best_val"].mean()
+        rows.append({"lr": lr, "l2": g["l2"].iloc[0], "eta_lambda": f"{lr * g['l2'].iloc[0]:.1e}",
+                     "runs": len(g), "selected epochs": ", ".join(str(int(e)) for e in g["best_val_epoch"]),
+                     "train acc at selection (%)": ", ".join(f"{100 * a:.1f}" for a in g["train_acc_at_best_val"]),
+                     "T_L2 at selection": ", ".join(f"{t:.2f}" for t in g["T_L2_at_best_val"]),
+                     "T_SGD at selection": ", ".join(f"{t:.3f}" for t in g["T_SGD_at_best_val"]),
+                     "spread (pp)": f"{100 * (acc.max() - acc.min()):.1f}"})
+    a, b = analysis.correct_matrix(cell(0.05)), analysis.correct_matrix(cell(0.15))
+    lo, hi = (100 * v for v in difference_interval(a, b))
+    d = 100 * (analysis.spread(a.mean(axis=-1)) - analysis.spread(b.mean(axis=-1)))
+    return (markdown(pd.DataFrame(rows)) + f"\n\nspread(lr 0.05) - spread(lr 0.15) at one T_L2: {d:+.1f} pp "
+            f"[{lo:+.1f}, {hi:+.1f}] (95%; one seed each: test images resampled, not seeds)")
+
+
 def markdown(df: pd.DataFrame) -> str:
     return "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n" + "\n".join(
         "| " + " | ".join(str(v) for v in r) + " |" for r in df.fillna("").itertuples(index=False))
@@ -317,7 +350,12 @@ def main():
                          "(01 width0.25 and 03 lr0.15_l2_T4.7_width0.25 at --seeds x --sigmas)")
     ap.add_argument("--low-sigmas", default=None,
                     help="with --verdict03 width0.25: the low-lr arm's sigma_w (default: --sigmas)")
+    ap.add_argument("--same-clock03", action="store_true",
+                    help="03's two shipped L2 doses with one T_L2 and different lr: their spreads and difference")
     a = ap.parse_args()
+    if a.same_clock03:
+        print(same_clock_03())
+        return
     claims = a.claims.split(",")
     seeds = listed(ap, "--seeds", a.seeds, int)
     sigmas = listed(ap, "--sigmas", a.sigmas, float)
