@@ -172,28 +172,40 @@ def depth_panels(summaries: pd.DataFrame, title: str):
 def clocks_scatter(points: pd.DataFrame, title: str):
     """Spread against each clock (log x), coloured by the family whose clock governs it, one
     marker per scale (architecture, width, training-set size): the verdict compares points only
-    within one scale."""
+    within one scale. Hollow: points whose scored predictors do not interpolate (train acc. below
+    metrics.INTERP_THRESHOLD), which the verdict leaves out."""
     from .analysis import CLOCK_SCALE_KEYS, scale_label
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    from .metrics import INTERP_THRESHOLD
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8), sharey=True)
     colors = {"T_SGD": "tab:blue", "T_L2": "tab:green", "T_adapt": "tab:red"}
     keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
     scales = sorted({tuple(r) for r in points[keys].itertuples(index=False)}) if keys else [()]
     markers = dict(zip(scales, "o^sDvP*X"))
+    fits = (points["lowest_train_acc_scored"].astype(float) >= 100 * INTERP_THRESHOLD
+            if "lowest_train_acc_scored" in points else pd.Series(True, index=points.index))
     for ax, clock in zip(axes, ("T_SGD", "T_L2", "T_adapt")):
         for (fam, *scale), g in points.groupby(["family", *keys]):
             x = g[clock].where(g[clock] > 0)
-            ax.scatter(x, g["spread_pp"], color=colors[fam], marker=markers.get(tuple(scale), "o"),
-                       label=f"{fam}, {scale_label(dict(zip(keys, scale)))}".rstrip(", "),
-                       edgecolor="k" if fam == clock else "none", s=40 if fam == clock else 18)
+            edge = "k" if fam == clock else "none"
+            for fit in (True, False):
+                m = fits.loc[g.index] == fit
+                if not m.any():
+                    continue
+                label = f"{fam}, {scale_label(dict(zip(keys, scale)))}".rstrip(", ")
+                ax.scatter(x[m], g["spread_pp"][m], marker=markers.get(tuple(scale), "o"),
+                           s=40 if fam == clock else 18,
+                           **({"color": colors[fam], "edgecolor": edge, "label": label} if fit else
+                              {"facecolor": "none", "edgecolor": colors[fam], "linewidth": 0.8,
+                               "label": label + ", not interpolating"}))
         shown = (points[clock] > 0) & np.isfinite(points["spread_pp"])
         if shown.any():  # a log axis needs a point on it (no family may reach this clock)
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(plt.NullFormatter())
         else:
             ax.text(0.5, 0.5, "no point with a defined spread", transform=ax.transAxes, ha="center")
-        ax.set_xlabel(f"{clock} (accumulated by the predictors scored)")
+        ax.set_xlabel(f"{clock} at the predictors scored")
     axes[0].set_ylabel(r"spread over $\sigma_w$ (pp)")
-    axes[-1].legend(fontsize=8)
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -124,3 +124,17 @@ def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
     out = pilot.verdict_03("shipped", (0,), (0.1,), (0.1,))
     assert f"**{shipped['word']}**: {shipped['ours']}" in out, out
     assert pilot.verdict_03("width0.25", (9,), (0.1,), (0.1,)).endswith("no verdict yet")  # seed 9: never run
+
+
+def test_the_same_clock_table_in_the_pilot_notes_is_what_the_pilot_prints():
+    """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's two shipped L2 doses
+    with one T_L2 and different lr); the committed text must be what it prints on results/cpu."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("claims_pilot", ROOT / "bench" / "claims_pilot.py")
+    pilot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pilot)
+    out = pilot.same_clock_03()
+    table, _, difference = out.partition("\n\n")
+    notes = (ROOT / "bench" / "claims_pilot.md").read_text()
+    assert table.count("\n") == 3 and table in notes, out
+    assert difference.split(" (95%")[0] in notes, out
