@@ -300,20 +300,17 @@ def same_clock_03() -> str:
     if len(s) < len(cs):
         return f"same clock: {len(s)} of {len(cs)} runs done: nothing to read yet"
     s = analysis.with_selected_accuracy(s)
-    cell = lambda lr: s[s["lr"] == lr]  # noqa: E731
-    rows = []
-    for lr in (0.15, 0.05):
-        g = cell(lr)
-        acc = g.groupby("sigma_w")["test_acc_at_best_val"].mean()
-        rows.append({"lr": lr, "l2": g["l2"].iloc[0], "eta_lambda": f"{lr * g['l2'].iloc[0]:.1e}",
-                     "runs": len(g), "selected epochs": ", ".join(str(int(e)) for e in g["best_val_epoch"]),
-                     "train acc at selection (%)": ", ".join(f"{100 * a:.1f}" for a in g["train_acc_at_best_val"]),
-                     "T_L2 at selection": ", ".join(f"{t:.2f}" for t in g["T_L2_at_best_val"]),
-                     "T_SGD at selection": ", ".join(f"{t:.3f}" for t in g["T_SGD_at_best_val"]),
-                     "spread (pp)": f"{100 * (acc.max() - acc.min()):.1f}"})
-    a, b = analysis.correct_matrix(cell(0.05)), analysis.correct_matrix(cell(0.15))
-    lo, hi = (100 * v for v in difference_interval(a, b))
-    d = 100 * (analysis.spread(a.mean(axis=-1)) - analysis.spread(b.mean(axis=-1)))
+    cells = {lr: s[s["lr"] == lr] for lr in (0.15, 0.05)}
+    correct = {lr: analysis.correct_matrix(g) for lr, g in cells.items()}  # (seeds, sigma_w, images)
+    spreads = {lr: 100 * analysis.spread(m.mean(axis=-1)) for lr, m in correct.items()}
+    rows = [{"lr": lr, "l2": g["l2"].iloc[0], "eta_lambda": f"{lr * g['l2'].iloc[0]:.1e}",
+             "runs": len(g), "selected epochs": ", ".join(str(int(e)) for e in g["best_val_epoch"]),
+             "train acc at selection (%)": ", ".join(f"{100 * a:.1f}" for a in g["train_acc_at_best_val"]),
+             "T_L2 at selection": ", ".join(f"{t:.2f}" for t in g["T_L2_at_best_val"]),
+             "T_SGD at selection": ", ".join(f"{t:.3f}" for t in g["T_SGD_at_best_val"]),
+             "spread (pp)": f"{spreads[lr]:.1f}"} for lr, g in cells.items()]
+    lo, hi = (100 * v for v in difference_interval(correct[0.05], correct[0.15]))
+    d = spreads[0.05] - spreads[0.15]
     return (markdown(pd.DataFrame(rows)) + f"\n\nspread(lr 0.05) - spread(lr 0.15) at one T_L2: {d:+.1f} pp "
             f"[{lo:+.1f}, {hi:+.1f}] (95%; one seed each: test images resampled, not seeds)")
 

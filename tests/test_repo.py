@@ -113,13 +113,19 @@ def test_readme_results_table_is_the_cpu_verdicts():
         assert (ROOT / "figures" / "cpu" / f"{p.stem}.verdict.json").exists()
 
 
-def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
-    """bench/claims_pilot.py --verdict03 decides a pilot's two arms with notebook 03's rule; on
-    03's shipped runs it must print the committed report's verdict, word and text."""
+def _claims_pilot():
+    """bench/claims_pilot.py as a module (it is a script, not part of the package)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("claims_pilot", ROOT / "bench" / "claims_pilot.py")
     pilot = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pilot)
+    return pilot
+
+
+def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
+    """bench/claims_pilot.py --verdict03 decides a pilot's two arms with notebook 03's rule; on
+    03's shipped runs it must print the committed report's verdict, word and text."""
+    pilot = _claims_pilot()
     shipped = json.loads((ROOT / "figures" / "cpu" / "03_l2_and_lr.verdict.json").read_text())
     out = pilot.verdict_03("shipped", (0,), (0.1,), (0.1,))
     assert f"**{shipped['word']}**: {shipped['ours']}" in out, out
@@ -129,10 +135,7 @@ def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
 def test_the_same_clock_table_in_the_pilot_notes_is_what_the_pilot_prints():
     """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's two shipped L2 doses
     with one T_L2 and different lr); the committed text must be what it prints on results/cpu."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("claims_pilot", ROOT / "bench" / "claims_pilot.py")
-    pilot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pilot)
+    pilot = _claims_pilot()
     out = pilot.same_clock_03()
     table, _, difference = out.partition("\n\n")
     notes = (ROOT / "bench" / "claims_pilot.md").read_text()
