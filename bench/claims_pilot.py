@@ -42,6 +42,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -285,34 +286,77 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     return f"03 on {arms} ({len(s)} runs): **{v.word}**: {v.text}"
 
 
-def same_clock_03() -> str:
-    """Two of 03's shipped L2 doses with one T_L2 clock and different lr (lr 0.15 / lambda 2e-3
-    and lr 0.05 / lambda 6.1e-3: eta lambda 3.0e-4 and 3.1e-4 per step): each one's spread of
-    the selected predictors with its clocks at the selected epochs, and the difference of the
-    two spreads with its 95% interval (initlib.stats.difference_interval: test images shared,
-    seeds resampled). Notebook 06 puts both in its T_L2 family; if T_L2 alone governed, the two
-    spreads would agree within their noise."""
-    from initlib import analysis, store
-    from initlib.stats import difference_interval
+# 03's L2 doses as a 2 x 3 design (sessions 31-32): each eta lambda per step at lr 0.05 and at lr
+# 0.15, so that both lr share a T_L2 at the horizon (lr x lambda x 5,120 steps: 0.51, 1.55, 4.7).
+SAME_CLOCK_03 = {"1.0e-4": ((0.05, 2.0e-3), (0.15, 6.7e-4)),
+                 "3.0e-4": ((0.05, 6.1e-3), (0.15, 2.0e-3)),
+                 "9.2e-4": ((0.05, 1.83e-2), (0.15, 6.1e-3))}
+SAME_CLOCK_SIGMAS = (0.1, 2.5)  # every dose runs the two sigma_w ends
+
+
+def same_clock_03(store_dir: Path | None = None) -> str:
+    """03's L2 doses read as a 2 x 3 design (:data:`SAME_CLOCK_03`): per eta lambda, the dose at
+    lr 0.05 and the one at lr 0.15 with (nearly) the same T_L2 at the horizon. Three tables:
+    (1) each dose's selected predictors at the two sigma_w ends, on the seeds both doses of its
+    pair ran, with their clocks at the selected epochs and the spread; (2) per eta lambda,
+    spread(lr 0.05) - spread(lr 0.15) with its 95% interval (initlib.stats.difference_interval:
+    test images shared, seeds resampled); if T_L2 alone governed, it would be 0 within the
+    noise; (3) per lr, the slope of the spread against log10 T_L2 at the horizon over its three
+    doses, seed 0 (initlib.stats.trend_interval): if T_L2 orders the spread at a fixed lr, the
+    slope is below 0. Each of (2) and (3) says how many of its predictors interpolate (train acc.
+    >= 99.5%): a pair or trend with one that does not is outside the claims' premise, as
+    notebook 06 would leave it out. Observations beside notebook 06's rule, not a verdict."""
+    from initlib import analysis, metrics, store
+    from initlib.stats import difference_interval, trend_interval
+    store_dir = store_dir or ROOT / "results" / "cpu"
+    doses = {d for pair in SAME_CLOCK_03.values() for d in pair}
     cs = [c for c in shipped_configs("03_l2_and_lr.yaml")
-          if (c["lr"], c["l2"]) in ((0.15, 2.0e-3), (0.05, 6.1e-3))]
-    s = store.load_summaries(ROOT / "results" / "cpu", cs)
-    if len(s) < len(cs):
-        return f"same clock: {len(s)} of {len(cs)} runs done: nothing to read yet"
+          if (c["lr"], c["l2"]) in doses and c["sigma_w"] in SAME_CLOCK_SIGMAS]
+    s = store.load_summaries(store_dir, cs)
+    if s.empty:
+        return "same clock: no dose is done yet: nothing to read"
     s = analysis.with_selected_accuracy(s)
-    cells = {lr: s[s["lr"] == lr] for lr in (0.15, 0.05)}
-    correct = {lr: analysis.correct_matrix(g) for lr, g in cells.items()}  # (seeds, sigma_w, images)
-    spreads = {lr: 100 * analysis.spread(m.mean(axis=-1)) for lr, m in correct.items()}
-    rows = [{"lr": lr, "l2": g["l2"].iloc[0], "eta_lambda": f"{lr * g['l2'].iloc[0]:.1e}",
-             "runs": len(g), "selected epochs": ", ".join(str(int(e)) for e in g["best_val_epoch"]),
-             "train acc at selection (%)": ", ".join(f"{100 * a:.1f}" for a in g["train_acc_at_best_val"]),
-             "T_L2 at selection": ", ".join(f"{t:.2f}" for t in g["T_L2_at_best_val"]),
-             "T_SGD at selection": ", ".join(f"{t:.3f}" for t in g["T_SGD_at_best_val"]),
-             "spread (pp)": f"{spreads[lr]:.1f}"} for lr, g in cells.items()]
-    lo, hi = (100 * v for v in difference_interval(correct[0.05], correct[0.15]))
-    d = spreads[0.05] - spreads[0.15]
-    return (markdown(pd.DataFrame(rows)) + f"\n\nspread(lr 0.05) - spread(lr 0.15) at one T_L2: {d:+.1f} pp "
-            f"[{lo:+.1f}, {hi:+.1f}] (95%; one seed each: test images resampled, not seeds)")
+    by_dose = {d: s[(s["lr"] == d[0]) & (s["l2"] == d[1])] for d in doses}
+    # the claims' premise: a predictor counts if it fits its training set (train acc >= 99.5%)
+    interpolating = lambda g: f"{int((g['train_acc_at_best_val'] >= metrics.INTERP_THRESHOLD).sum())} of {len(g)}"  # noqa: E731
+    full = lambda g: set(g.groupby("seed").filter(lambda x: len(x) == len(SAME_CLOCK_SIGMAS))["seed"])  # noqa: E731
+    rows, diffs = [], []
+    for eta_lambda, pair in SAME_CLOCK_03.items():
+        seeds = sorted(full(by_dose[pair[0]]) & full(by_dose[pair[1]]))
+        if not seeds:
+            diffs.append({"eta_lambda": eta_lambda, "seeds": "none yet"})
+            continue
+        cells = {d: by_dose[d][by_dose[d]["seed"].isin(seeds)].sort_values(["seed", "sigma_w"]) for d in pair}
+        correct = {d: analysis.correct_matrix(g) for d, g in cells.items()}  # (seeds, sigma_w, images)
+        spreads = {d: 100 * analysis.spread(m.mean(axis=-1)) for d, m in correct.items()}
+        for (lr, l2), g in cells.items():
+            rows.append({"eta_lambda": eta_lambda, "lr": lr, "l2": l2, "T_L2 at horizon": f"{g['T_L2'].iloc[0]:.2f}",
+                         "seeds": ", ".join(map(str, seeds)),
+                         "selected epochs": ", ".join(str(int(e)) for e in g["best_val_epoch"]),
+                         "train acc at selection (%)": ", ".join(f"{100 * a:.1f}" for a in g["train_acc_at_best_val"]),
+                         "T_L2 at selection": ", ".join(f"{t:.2f}" for t in g["T_L2_at_best_val"]),
+                         "T_SGD at selection": ", ".join(f"{t:.3f}" for t in g["T_SGD_at_best_val"]),
+                         "spread (pp)": f"{spreads[(lr, l2)]:.1f}"})
+        lo, hi = (100 * v for v in difference_interval(correct[pair[0]], correct[pair[1]]))
+        diffs.append({"eta_lambda": eta_lambda, "seeds": ", ".join(map(str, seeds)),
+                      "spread(lr 0.05) - spread(lr 0.15) (pp) [95%]":
+                          f"{spreads[pair[0]] - spreads[pair[1]]:+.1f} [{lo:+.1f}, {hi:+.1f}]",
+                      "predictors that interpolate": interpolating(pd.concat(cells.values()))})
+    trends = []
+    for i, lr in enumerate((0.05, 0.15)):
+        ds = [pair[i] for pair in SAME_CLOCK_03.values()]
+        groups = [by_dose[d][by_dose[d]["seed"] == 0].sort_values("sigma_w") for d in ds]
+        if any(len(g) < len(SAME_CLOCK_SIGMAS) for g in groups):
+            trends.append({"lr": lr, "doses (lambda)": ", ".join(f"{d[1]:g}" for d in ds),
+                           "slope of the spread per decade of T_L2 (pp) [95%]": "not all done"})
+            continue
+        x = [np.log10(float(g["T_L2"].iloc[0])) for g in groups]  # each dose's clock at its horizon
+        b, lo, hi = (100 * v for v in trend_interval([analysis.correct_matrix(g) for g in groups], x))
+        trends.append({"lr": lr, "doses (lambda)": ", ".join(f"{d[1]:g}" for d in ds),
+                       "T_L2 at horizon": ", ".join(f"{10 ** v:.2f}" for v in x),
+                       "slope of the spread per decade of T_L2 (pp) [95%]": f"{b:+.1f} [{lo:+.1f}, {hi:+.1f}]",
+                       "predictors that interpolate": interpolating(pd.concat(groups))})
+    return "\n\n".join(markdown(pd.DataFrame(t)) for t in (rows, diffs, trends))
 
 
 def markdown(df: pd.DataFrame) -> str:
@@ -348,7 +392,8 @@ def main():
     ap.add_argument("--low-sigmas", default=None,
                     help="with --verdict03 width0.25: the low-lr arm's sigma_w (default: --sigmas)")
     ap.add_argument("--same-clock03", action="store_true",
-                    help="03's two shipped L2 doses with one T_L2 and different lr: their spreads and difference")
+                    help="03's L2 doses as a 2 x 3 design: per eta lambda, the spreads at lr 0.05 and 0.15 and their "
+                         "difference; per lr, the slope of the spread against log10 T_L2")
     a = ap.parse_args()
     if a.same_clock03:
         print(same_clock_03())

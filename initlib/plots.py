@@ -209,3 +209,46 @@ def clocks_scatter(points: pd.DataFrame, title: str):
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def clock_family_by_lr(points: pd.DataFrame, family: str, title: str):
+    """One clock family's points (spread against its governing clock, log x), one colour per
+    learning rate and one line per pipeline (its horizons, in clock order), a panel per scale.
+    Hollow: predictors that do not interpolate (the verdict leaves them out). It shows what a
+    pooled rank correlation cannot: whether the clock orders the spread at each lr, and whether
+    two lr at one clock spread alike. Returns None when the family has no point."""
+    from .analysis import CLOCK_SCALE_KEYS, PIPELINE_KEYS, scale_label
+    from .metrics import INTERP_THRESHOLD
+    if family not in points:
+        return None
+    fam = points[(points["family"] == family) & np.isfinite(points["spread_pp"].astype(float))
+                 & (points[family] > 0)]
+    if fam.empty:
+        return None
+    keys = [k for k in CLOCK_SCALE_KEYS if k in fam.columns]
+    scales = list(fam.groupby(keys).groups) if keys else [()]
+    fig, axes = plt.subplots(1, len(scales), figsize=(5.5 * len(scales), 3.8), squeeze=False)
+    lrs = sorted(fam["lr"].unique())
+    cmap = plt.get_cmap("viridis")
+    colors = {lr: cmap(i / max(1, len(lrs) - 1) * 0.85) for i, lr in enumerate(lrs)}
+    pipe_keys = [k for k in PIPELINE_KEYS if k in fam.columns]
+    for ax, scale in zip(axes[0], scales):
+        at = fam[(fam[keys] == pd.Series(scale if isinstance(scale, tuple) else (scale,), index=keys)).all(axis=1)]
+        for _, g in at.groupby(pipe_keys, dropna=False):
+            g = g.sort_values(family)
+            c = colors[g["lr"].iloc[0]]
+            ax.plot(g[family], g["spread_pp"], "-", color=c, lw=0.8, alpha=0.6)
+            fits = g["lowest_train_acc_scored"].astype(float) >= 100 * INTERP_THRESHOLD
+            ax.scatter(g[family][fits], g["spread_pp"][fits], color=c, edgecolor="k", s=36, zorder=3)
+            ax.scatter(g[family][~fits], g["spread_pp"][~fits], facecolor="none", edgecolor=c, s=36, zorder=3)
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.set_xlabel(f"{family} at the predictors scored")
+        ax.set_title(scale_label(dict(zip(keys, scale if isinstance(scale, tuple) else (scale,)))), fontsize=9)
+    axes[0][0].set_ylabel(r"spread over $\sigma_w$ (pp)")
+    handles = [plt.Line2D([], [], marker="o", ls="-", color=colors[lr], markeredgecolor="k", label=f"lr {lr:g}")
+               for lr in lrs]
+    axes[0][-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

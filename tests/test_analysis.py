@@ -106,9 +106,11 @@ def test_optimizer_verdict_needs_interpolating_sgd_predictors_and_a_spread_above
     assert v.holds is False and "not above it" in v.text
 
 
-def l2_runs(spread_lo, spread_hi):
+def l2_runs(spread_lo, spread_hi, doses=()):
+    """Notebook 03's cells: (lr 0.1, no L2), (lr 0.3, no L2), (lr 0.3, L2 0.065), plus ``doses``:
+    ((lr, l2), spread_pp) cells that are not the verdict's corners."""
     rows = []
-    for (lr, l2), pp in (((0.1, 0.0), spread_lo), ((0.3, 0.0), spread_lo), ((0.3, 0.065), spread_hi)):
+    for (lr, l2), pp in (((0.1, 0.0), spread_lo), ((0.3, 0.0), spread_lo), ((0.3, 0.065), spread_hi), *doses):
         rows += [({"optimizer": "sgd", "lr": lr, "l2": l2}, 0.1, 0, 0.5 + pp / 100),
                  ({"optimizer": "sgd", "lr": lr, "l2": l2}, 2.5, 0, 0.5)]
     s = with_correct(runs(rows))
@@ -130,6 +132,12 @@ def test_l2_verdict_needs_a_collapse_to_the_noise_floor():
     v = analysis.verdict_l2_lr(table, s)
     assert v.holds is None and "premise (>= 99.5%) is not met" in v.text and not v.premise_met
     assert analysis.verdict_l2_lr(*l2_runs(20.0, 1.0)).premise_met
+    # a larger L2 at a smaller lr (a dose for notebook 06) is not the corner cell: the verdict
+    # still compares the largest lr's largest L2, whatever the dose's spread
+    for dose_pp, holds in ((20.0, True), (0.0, True)):
+        v = analysis.verdict_l2_lr(*l2_runs(20.0, 1.0, doses=(((0.1, 0.2), dose_pp),)))
+        assert v.holds is holds and "lr=0.3, L2=0.065" in v.text, v.text
+    assert analysis.verdict_l2_lr(*l2_runs(20.0, 15.0, doses=(((0.1, 0.2), 0.0),))).holds is False
 
 
 def test_decide_l2_lr_reads_both_measures_as_notebook_03_does():
@@ -560,3 +568,47 @@ def test_spread_vs_labels_the_noise_floor_once_with_groups():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert sum(l.startswith("noise floor") for l in labels) == 1
     assert sum(l.startswith("lr=") for l in labels) == 2
+
+
+def test_a_clock_family_by_lr_draws_each_lr_once_and_each_pipeline_as_one_line():
+    """Two lr, three pipelines (two at lr 0.05), two horizons each, one point that does not
+    interpolate (hollow); another family's points are not drawn; no point of the family: None."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from initlib import plots
+    pts = pd.DataFrame({"family": ["T_L2"] * 6 + ["T_SGD"], "optimizer": "sgd", "batch_size": 128,
+                        "arch": "resnet9", "width": 0.25, "n_train": 5000,
+                        "lr": [0.05, 0.05, 0.05, 0.05, 0.15, 0.15, 0.015],
+                        "l2": [2e-3, 2e-3, 6e-3, 6e-3, 2e-3, 2e-3, 0.0], "epochs": [64, 128] * 3 + [128],
+                        "T_L2": [0.2, 0.5, 0.8, 1.5, 0.6, 1.1, 0.0], "spread_pp": [14.0, 15.0, 17.0, 10.0, 4.0, 4.0, 28.0],
+                        "lowest_train_acc_scored": [100.0, 100.0, 100.0, 100.0, 80.0, 100.0, 60.0]})
+    fig = plots.clock_family_by_lr(pts, "T_L2", "t")
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) == 3  # one line per pipeline
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["lr 0.05", "lr 0.15"]
+    drawn = sum(len(c.get_offsets()) for c in ax.collections)
+    assert drawn == 6  # the T_SGD point is another family's
+    hollow = [c for c in ax.collections  # facecolor "none": no face colour, or a transparent one
+              if len(c.get_offsets()) and (len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0)]
+    assert [len(c.get_offsets()) for c in hollow] == [1]
+    assert plots.clock_family_by_lr(pts, "T_adapt", "t") is None
+
+
+def test_a_family_against_each_clock_ranks_its_points_by_every_clock():
+    """Six T_L2 points from six pipelines whose spread follows T_SGD exactly and T_L2 not at
+    all: rho(T_SGD) is -1 and beats T_L2's; a point whose predictors do not interpolate and
+    another family's points are left out; the family's own clock has no difference."""
+    pts = pd.DataFrame({"family": ["T_L2"] * 7 + ["T_SGD"], "arch": "resnet9", "width": 0.25, "n_train": 5000,
+                        "lr": [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.01],
+                        "T_SGD": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 1.0],
+                        "T_L2": [3.0, 1.0, 6.0, 2.0, 5.0, 4.0, 0.5, 0.0],
+                        "T_adapt": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 1.0],
+                        "spread_pp": [12.0, 10.0, 8.0, 6.0, 4.0, 2.0, 30.0, 1.0],
+                        "lowest_train_acc_scored": [100.0] * 6 + [80.0, 100.0]})
+    t = analysis.family_against_each_clock(pts, "T_L2").set_index("clock")
+    assert (t["points"] == 6).all() and (t["pipelines"] == 6).all()
+    assert t.loc["T_SGD", "rho"] == pytest.approx(-1.0) and t.loc["T_SGD", "rho_hi"] == pytest.approx(-1.0)
+    from scipy.stats import spearmanr
+    assert t.loc["T_L2", "rho"] == pytest.approx(spearmanr([3, 1, 6, 2, 5, 4], [12, 10, 8, 6, 4, 2]).statistic)
+    assert t.loc["T_SGD", "rho - rho(T_L2)"] < 0 and math.isnan(t.loc["T_L2", "rho - rho(T_L2)"])
+    assert analysis.family_against_each_clock(pts, "T_adapt").empty
