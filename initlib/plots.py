@@ -226,25 +226,25 @@ def clock_family_by_lr(points: pd.DataFrame, family: str, title: str):
     if fam.empty:
         return None
     keys = [k for k in CLOCK_SCALE_KEYS if k in fam.columns]
-    scales = list(fam.groupby(keys).groups) if keys else [()]
-    fig, axes = plt.subplots(1, len(scales), figsize=(5.5 * len(scales), 3.8), squeeze=False)
+    at_scales = [(dict(zip(keys, k)), g) for k, g in fam.groupby(keys)] if keys else [({}, fam)]
+    fig, axes = plt.subplots(1, len(at_scales), figsize=(5.5 * len(at_scales), 3.8), squeeze=False)
     lrs = sorted(fam["lr"].unique())
     cmap = plt.get_cmap("viridis")
     colors = {lr: cmap(i / max(1, len(lrs) - 1) * 0.85) for i, lr in enumerate(lrs)}
     pipe_keys = [k for k in PIPELINE_KEYS if k in fam.columns]
-    for ax, scale in zip(axes[0], scales):
-        at = fam[(fam[keys] == pd.Series(scale if isinstance(scale, tuple) else (scale,), index=keys)).all(axis=1)]
+    for ax, (scale, at) in zip(axes[0], at_scales):
         for _, g in at.groupby(pipe_keys, dropna=False):
             g = g.sort_values(family)
             c = colors[g["lr"].iloc[0]]
             ax.plot(g[family], g["spread_pp"], "-", color=c, lw=0.8, alpha=0.6)
-            fits = g["lowest_train_acc_scored"].astype(float) >= 100 * INTERP_THRESHOLD
+            fits = (g["lowest_train_acc_scored"].astype(float) >= 100 * INTERP_THRESHOLD
+                    if "lowest_train_acc_scored" in g else pd.Series(True, index=g.index))
             ax.scatter(g[family][fits], g["spread_pp"][fits], color=c, edgecolor="k", s=36, zorder=3)
             ax.scatter(g[family][~fits], g["spread_pp"][~fits], facecolor="none", edgecolor=c, s=36, zorder=3)
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_xlabel(f"{family} at the predictors scored")
-        ax.set_title(scale_label(dict(zip(keys, scale if isinstance(scale, tuple) else (scale,)))), fontsize=9)
+        ax.set_title(scale_label(scale), fontsize=9)
     axes[0][0].set_ylabel(r"spread over $\sigma_w$ (pp)")
     handles = [plt.Line2D([], [], marker="o", ls="-", color=colors[lr], markeredgecolor="k", label=f"lr {lr:g}")
                for lr in lrs]
