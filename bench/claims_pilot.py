@@ -306,7 +306,7 @@ def same_clock_03(store_dir: Path | None = None) -> str:
     slope is below 0. Each of (2) and (3) says how many of its predictors interpolate (train acc.
     >= 99.5%): a pair or trend with one that does not is outside the claims' premise, as
     notebook 06 would leave it out. Observations beside notebook 06's rule, not a verdict."""
-    from initlib import analysis, metrics, store
+    from initlib import analysis, store
     from initlib.stats import difference_interval, trend_interval
     store_dir = store_dir or ROOT / "results" / "cpu"
     doses = {d for pair in SAME_CLOCK_03.values() for d in pair}
@@ -318,7 +318,7 @@ def same_clock_03(store_dir: Path | None = None) -> str:
     s = analysis.with_selected_accuracy(s)
     by_dose = {d: s[(s["lr"] == d[0]) & (s["l2"] == d[1])] for d in doses}
     # the claims' premise: a predictor counts if it fits its training set (train acc >= 99.5%)
-    interpolating = lambda g: f"{int((g['train_acc_at_best_val'] >= metrics.INTERP_THRESHOLD).sum())} of {len(g)}"  # noqa: E731
+    interpolating = lambda g: "{} of {}".format(*analysis.share_selected_interpolating(g))  # noqa: E731
     full = lambda g: set(g.groupby("seed").filter(lambda x: len(x) == len(SAME_CLOCK_SIGMAS))["seed"])  # noqa: E731
     rows, diffs = [], []
     for eta_lambda, pair in SAME_CLOCK_03.items():

@@ -869,6 +869,15 @@ def pipelines_of(points: pd.DataFrame) -> np.ndarray:
     return np.array(["|".join(str(v) for v in r) for r in points[keys].itertuples(index=False)])
 
 
+def predictors_interpolate(points: pd.DataFrame) -> pd.Series:
+    """Per clock point, whether its scored predictors all interpolate (``lowest_train_acc_scored``
+    >= metrics.INTERP_THRESHOLD); points without that column are taken as interpolating. The
+    points :func:`verdict_clocks` counts are these, with a defined spread."""
+    if "lowest_train_acc_scored" not in points:
+        return pd.Series(True, index=points.index)
+    return points["lowest_train_acc_scored"].astype(float) >= 100 * metrics.INTERP_THRESHOLD
+
+
 def family_against_each_clock(points: pd.DataFrame, family: str) -> pd.DataFrame:
     """The points :func:`verdict_clocks` counts in one family (finite spread, interpolating
     predictors), at each scale, ranked against every clock, not only the family's own: Spearman's
@@ -878,8 +887,7 @@ def family_against_each_clock(points: pd.DataFrame, family: str) -> pd.DataFrame
     from .stats import rho_difference_interval, rho_interval
     scale_keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
     fam = points[(points["family"] == family) & np.isfinite(points["spread_pp"].astype(float))]
-    if "lowest_train_acc_scored" in fam:
-        fam = fam[fam["lowest_train_acc_scored"].astype(float) >= 100 * metrics.INTERP_THRESHOLD]
+    fam = fam[predictors_interpolate(fam)]
     rows = []
     for key, g in (fam.groupby(scale_keys) if scale_keys else [((), fam)]):
         if len(g) < 3:
@@ -922,9 +930,7 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     for key, g in points.groupby(["family", *scale_keys], sort=True):
         fam = key[0]
         finite = g[np.isfinite(g["spread_pp"])]
-        fits = (finite["lowest_train_acc_scored"].astype(float) >= 100 * metrics.INTERP_THRESHOLD
-                if "lowest_train_acc_scored" in finite else np.ones(len(finite), bool))
-        ok = finite[fits]
+        ok = finite[predictors_interpolate(finite)]
         pipes = pipelines_of(ok)
         n_pipes = len(set(pipes.tolist()))
         rho, lo, hi = rho_interval(ok[fam], ok["spread_pp"], clusters=pipes) if len(ok) >= 3 else nan3

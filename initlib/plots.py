@@ -174,15 +174,13 @@ def clocks_scatter(points: pd.DataFrame, title: str):
     marker per scale (architecture, width, training-set size): the verdict compares points only
     within one scale. Hollow: points whose scored predictors do not interpolate (train acc. below
     metrics.INTERP_THRESHOLD), which the verdict leaves out."""
-    from .analysis import CLOCK_SCALE_KEYS, scale_label
-    from .metrics import INTERP_THRESHOLD
+    from .analysis import CLOCK_SCALE_KEYS, predictors_interpolate, scale_label
     fig, axes = plt.subplots(1, 3, figsize=(15, 3.8), sharey=True)
     colors = {"T_SGD": "tab:blue", "T_L2": "tab:green", "T_adapt": "tab:red"}
     keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
     scales = sorted({tuple(r) for r in points[keys].itertuples(index=False)}) if keys else [()]
     markers = dict(zip(scales, "o^sDvP*X"))
-    fits = (points["lowest_train_acc_scored"].astype(float) >= 100 * INTERP_THRESHOLD
-            if "lowest_train_acc_scored" in points else pd.Series(True, index=points.index))
+    fits = predictors_interpolate(points)
     for ax, clock in zip(axes, ("T_SGD", "T_L2", "T_adapt")):
         for (fam, *scale), g in points.groupby(["family", *keys]):
             x = g[clock].where(g[clock] > 0)
@@ -217,8 +215,7 @@ def clock_family_by_lr(points: pd.DataFrame, family: str, title: str):
     Hollow: predictors that do not interpolate (the verdict leaves them out). It shows what a
     pooled rank correlation cannot: whether the clock orders the spread at each lr, and whether
     two lr at one clock spread alike. Returns None when the family has no point."""
-    from .analysis import CLOCK_SCALE_KEYS, PIPELINE_KEYS, scale_label
-    from .metrics import INTERP_THRESHOLD
+    from .analysis import CLOCK_SCALE_KEYS, PIPELINE_KEYS, predictors_interpolate, scale_label
     if family not in points:
         return None
     fam = points[(points["family"] == family) & np.isfinite(points["spread_pp"].astype(float))
@@ -237,8 +234,7 @@ def clock_family_by_lr(points: pd.DataFrame, family: str, title: str):
             g = g.sort_values(family)
             c = colors[g["lr"].iloc[0]]
             ax.plot(g[family], g["spread_pp"], "-", color=c, lw=0.8, alpha=0.6)
-            fits = (g["lowest_train_acc_scored"].astype(float) >= 100 * INTERP_THRESHOLD
-                    if "lowest_train_acc_scored" in g else pd.Series(True, index=g.index))
+            fits = predictors_interpolate(g)
             ax.scatter(g[family][fits], g["spread_pp"][fits], color=c, edgecolor="k", s=36, zorder=3)
             ax.scatter(g[family][~fits], g["spread_pp"][~fits], facecolor="none", edgecolor=c, s=36, zorder=3)
         ax.set_xscale("log")
