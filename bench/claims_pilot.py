@@ -286,30 +286,33 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     return f"03 on {arms} ({len(s)} runs): **{v.word}**: {v.text}"
 
 
-# 03's L2 doses as a 2 x 3 design (sessions 31-32): each eta lambda per step at lr 0.05 and at lr
-# 0.15, so that both lr share a T_L2 at the horizon (lr x lambda x 5,120 steps: 0.51, 1.55, 4.7).
-SAME_CLOCK_03 = {"1.0e-4": ((0.05, 2.0e-3), (0.15, 6.7e-4)),
-                 "3.0e-4": ((0.05, 6.1e-3), (0.15, 2.0e-3)),
-                 "9.2e-4": ((0.05, 1.83e-2), (0.15, 6.1e-3))}
+# 03's L2 doses as a 3 x 3 design (sessions 31-33): each eta lambda per step at lr 0.05, 0.1 and
+# 0.15, so that the three lr share a T_L2 at the horizon (lr x lambda x 5,120 steps: 0.51, 1.55, 4.7).
+SAME_CLOCK_LRS = (0.05, 0.1, 0.15)
+SAME_CLOCK_03 = {"1.0e-4": ((0.05, 2.0e-3), (0.1, 1.0e-3), (0.15, 6.7e-4)),
+                 "3.0e-4": ((0.05, 6.1e-3), (0.1, 3.0e-3), (0.15, 2.0e-3)),
+                 "9.2e-4": ((0.05, 1.83e-2), (0.1, 9.2e-3), (0.15, 6.1e-3))}
 SAME_CLOCK_SIGMAS = (0.1, 2.5)  # every dose runs the two sigma_w ends
 
 
 def same_clock_03(store_dir: Path | None = None) -> str:
-    """03's L2 doses read as a 2 x 3 design (:data:`SAME_CLOCK_03`): per eta lambda, the dose at
-    lr 0.05 and the one at lr 0.15 with (nearly) the same T_L2 at the horizon. Three tables:
-    (1) each dose's selected predictors at the two sigma_w ends, on the seeds both doses of its
-    pair ran, with their clocks at the selected epochs and the spread; (2) per eta lambda,
-    spread(lr 0.05) - spread(lr 0.15) with its 95% interval (initlib.stats.difference_interval:
-    test images shared, seeds resampled); if T_L2 alone governed, it would be 0 within the
-    noise; (3) per lr, the slope of the spread against log10 T_L2 at the horizon over its three
-    doses, seed 0 (initlib.stats.trend_interval): if T_L2 orders the spread at a fixed lr, the
-    slope is below 0. Each of (2) and (3) says how many of its predictors interpolate (train acc.
-    >= 99.5%): a pair or trend with one that does not is outside the claims' premise, as
-    notebook 06 would leave it out. Observations beside notebook 06's rule, not a verdict."""
+    """03's L2 doses read as a 3 x 3 design (:data:`SAME_CLOCK_03`): per eta lambda, the doses at
+    lr 0.05, 0.1 and 0.15 with (nearly) the same T_L2 at the horizon. Three tables:
+    (1) each dose's selected predictors at the two sigma_w ends, on the seeds both end doses of
+    its row (lr 0.05 and 0.15) ran, with their clocks at the selected epochs and the spread; (2)
+    per eta lambda, spread(lr 0.05) - spread(lr 0.15) on those seeds with its 95% interval
+    (initlib.stats.difference_interval: test images shared, seeds resampled), and the slope of
+    the spread per decade of lr over the three doses at seed 0 (initlib.stats.trend_interval): if
+    T_L2 alone governed, both would be 0 within the noise; (3) per lr, the slope of the spread
+    against log10 T_L2 at the horizon over its three doses, seed 0: if T_L2 orders the spread at a
+    fixed lr, the slope is below 0. Each of (2) and (3) says how many of its predictors
+    interpolate (train acc. >= 99.5%): a pair or trend with one that does not is outside the
+    claims' premise, as notebook 06 would leave it out. Observations beside notebook 06's rule,
+    not a verdict."""
     from initlib import analysis, store
     from initlib.stats import difference_interval, trend_interval
     store_dir = store_dir or ROOT / "results" / "cpu"
-    doses = {d for pair in SAME_CLOCK_03.values() for d in pair}
+    doses = {d for row in SAME_CLOCK_03.values() for d in row}
     cs = [c for c in shipped_configs("03_l2_and_lr.yaml")
           if (c["lr"], c["l2"]) in doses and c["sigma_w"] in SAME_CLOCK_SIGMAS]
     s = store.load_summaries(store_dir, cs)
@@ -320,36 +323,49 @@ def same_clock_03(store_dir: Path | None = None) -> str:
     # the claims' premise: a predictor counts if it fits its training set (train acc >= 99.5%)
     interpolating = lambda g: "{} of {}".format(*analysis.share_selected_interpolating(g))  # noqa: E731
     full = lambda g: set(g.groupby("seed").filter(lambda x: len(x) == len(SAME_CLOCK_SIGMAS))["seed"])  # noqa: E731
+    # one dose on some seeds: its runs at the two sigma_w ends, ordered as correct_matrix stacks them
+    cells = lambda d, seeds: by_dose[d][by_dose[d]["seed"].isin(seeds)].sort_values(["seed", "sigma_w"])  # noqa: E731
+    done = lambda ds, seeds: all(set(seeds) <= full(by_dose[d]) for d in ds)  # noqa: E731
+    lr_axis = [np.log10(lr) for lr in SAME_CLOCK_LRS]
     rows, diffs = [], []
-    for eta_lambda, pair in SAME_CLOCK_03.items():
-        seeds = sorted(full(by_dose[pair[0]]) & full(by_dose[pair[1]]))
+    for eta_lambda, row in SAME_CLOCK_03.items():
+        ends = (row[0], row[-1])
+        seeds = sorted(full(by_dose[ends[0]]) & full(by_dose[ends[1]]))
         if not seeds:
             diffs.append({"eta_lambda": eta_lambda, "seeds": "none yet"})
             continue
-        cells = {d: by_dose[d][by_dose[d]["seed"].isin(seeds)].sort_values(["seed", "sigma_w"]) for d in pair}
-        correct = {d: analysis.correct_matrix(g) for d, g in cells.items()}  # (seeds, sigma_w, images)
-        spreads = {d: 100 * analysis.spread(m.mean(axis=-1)) for d, m in correct.items()}
-        for (lr, l2), g in cells.items():
+        for lr, l2 in row:
+            g = cells((lr, l2), seeds)
+            if len(g) == 0:
+                continue
             rows.append({"eta_lambda": eta_lambda, "lr": lr, "l2": l2, "T_L2 at horizon": f"{g['T_L2'].iloc[0]:.2f}",
-                         "seeds": ", ".join(map(str, seeds)),
+                         "seeds": ", ".join(str(v) for v in sorted(set(g["seed"]))),
                          "selected epochs": ", ".join(str(int(e)) for e in g["best_val_epoch"]),
                          "train acc at selection (%)": ", ".join(f"{100 * a:.1f}" for a in g["train_acc_at_best_val"]),
                          "T_L2 at selection": ", ".join(f"{t:.2f}" for t in g["T_L2_at_best_val"]),
                          "T_SGD at selection": ", ".join(f"{t:.3f}" for t in g["T_SGD_at_best_val"]),
-                         "spread (pp)": f"{spreads[(lr, l2)]:.1f}"})
-        lo, hi = (100 * v for v in difference_interval(correct[pair[0]], correct[pair[1]]))
+                         "spread (pp)": f"{100 * analysis.spread(analysis.correct_matrix(g).mean(axis=-1)):.1f}"})
+        correct = [analysis.correct_matrix(cells(d, seeds)) for d in ends]  # (seeds, sigma_w, images)
+        d_point = 100 * (analysis.spread(correct[0].mean(axis=-1)) - analysis.spread(correct[1].mean(axis=-1)))
+        lo, hi = (100 * v for v in difference_interval(*correct))
+        lr_slope, lr_interpolating = "not all done", ""
+        if done(row, [0]):
+            b, b_lo, b_hi = (100 * v for v in trend_interval([analysis.correct_matrix(cells(d, [0])) for d in row], lr_axis))
+            lr_slope = f"{b:+.1f} [{b_lo:+.1f}, {b_hi:+.1f}]"
+            lr_interpolating = interpolating(pd.concat([cells(d, [0]) for d in row]))
         diffs.append({"eta_lambda": eta_lambda, "seeds": ", ".join(map(str, seeds)),
-                      "spread(lr 0.05) - spread(lr 0.15) (pp) [95%]":
-                          f"{spreads[pair[0]] - spreads[pair[1]]:+.1f} [{lo:+.1f}, {hi:+.1f}]",
-                      "predictors that interpolate": interpolating(pd.concat(cells.values()))})
+                      "spread(lr 0.05) - spread(lr 0.15) (pp) [95%]": f"{d_point:+.1f} [{lo:+.1f}, {hi:+.1f}]",
+                      "predictors that interpolate": interpolating(pd.concat([cells(d, seeds) for d in ends])),
+                      "slope of the spread per decade of lr, seed 0 (pp) [95%]": lr_slope,
+                      "its predictors that interpolate": lr_interpolating})
     trends = []
-    for i, lr in enumerate((0.05, 0.15)):
-        ds = [pair[i] for pair in SAME_CLOCK_03.values()]
-        groups = [by_dose[d][by_dose[d]["seed"] == 0].sort_values("sigma_w") for d in ds]
-        if any(len(g) < len(SAME_CLOCK_SIGMAS) for g in groups):
+    for i, lr in enumerate(SAME_CLOCK_LRS):
+        ds = [row[i] for row in SAME_CLOCK_03.values()]
+        if not done(ds, [0]):
             trends.append({"lr": lr, "doses (lambda)": ", ".join(f"{d[1]:g}" for d in ds),
                            "slope of the spread per decade of T_L2 (pp) [95%]": "not all done"})
             continue
+        groups = [cells(d, [0]) for d in ds]
         x = [np.log10(float(g["T_L2"].iloc[0])) for g in groups]  # each dose's clock at its horizon
         b, lo, hi = (100 * v for v in trend_interval([analysis.correct_matrix(g) for g in groups], x))
         trends.append({"lr": lr, "doses (lambda)": ", ".join(f"{d[1]:g}" for d in ds),
@@ -392,8 +408,9 @@ def main():
     ap.add_argument("--low-sigmas", default=None,
                     help="with --verdict03 width0.25: the low-lr arm's sigma_w (default: --sigmas)")
     ap.add_argument("--same-clock03", action="store_true",
-                    help="03's L2 doses as a 2 x 3 design: per eta lambda, the spreads at lr 0.05 and 0.15 and their "
-                         "difference; per lr, the slope of the spread against log10 T_L2")
+                    help="03's L2 doses as a 3 x 3 design: per eta lambda, the spreads at lr 0.05, 0.1 and 0.15, the "
+                         "difference of the end lr and the slope against log10 lr; per lr, the slope of the spread "
+                         "against log10 T_L2")
     a = ap.parse_args()
     if a.same_clock03:
         print(same_clock_03())

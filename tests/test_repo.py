@@ -133,8 +133,8 @@ def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
 
 
 def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
-    """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's L2 doses as a 2 x 3
-    design: lr 0.05 and 0.15 at each eta lambda); its three committed tables must be what it
+    """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's L2 doses as a 3 x 3
+    design: lr 0.05, 0.1 and 0.15 at each eta lambda); its three committed tables must be what it
     prints on results/cpu."""
     pilot = _claims_pilot()
     out = pilot.same_clock_03()
