@@ -288,10 +288,11 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
 
 # 03's L2 doses as a 3 x 3 design (sessions 31-33): each eta lambda per step at lr 0.05, 0.1 and
 # 0.15, so that the three lr share a T_L2 at the horizon (lr x lambda x 5,120 steps: 0.51, 1.55, 4.7).
-SAME_CLOCK_LRS = (0.05, 0.1, 0.15)
 SAME_CLOCK_03 = {"1.0e-4": ((0.05, 2.0e-3), (0.1, 1.0e-3), (0.15, 6.7e-4)),
                  "3.0e-4": ((0.05, 6.1e-3), (0.1, 3.0e-3), (0.15, 2.0e-3)),
                  "9.2e-4": ((0.05, 1.83e-2), (0.1, 9.2e-3), (0.15, 6.1e-3))}
+SAME_CLOCK_LRS = tuple(lr for lr, _ in SAME_CLOCK_03["1.0e-4"])  # every row has its doses in this lr order
+assert all(tuple(lr for lr, _ in row) == SAME_CLOCK_LRS for row in SAME_CLOCK_03.values())
 SAME_CLOCK_SIGMAS = (0.1, 2.5)  # every dose runs the two sigma_w ends
 
 
@@ -326,7 +327,6 @@ def same_clock_03(store_dir: Path | None = None) -> str:
     # one dose on some seeds: its runs at the two sigma_w ends, ordered as correct_matrix stacks them
     cells = lambda d, seeds: by_dose[d][by_dose[d]["seed"].isin(seeds)].sort_values(["seed", "sigma_w"])  # noqa: E731
     done = lambda ds, seeds: all(set(seeds) <= full(by_dose[d]) for d in ds)  # noqa: E731
-    lr_axis = [np.log10(lr) for lr in SAME_CLOCK_LRS]
     rows, diffs = [], []
     for eta_lambda, row in SAME_CLOCK_03.items():
         ends = (row[0], row[-1])
@@ -350,7 +350,8 @@ def same_clock_03(store_dir: Path | None = None) -> str:
         lo, hi = (100 * v for v in difference_interval(*correct))
         lr_slope, lr_interpolating = "not all done", ""
         if done(row, [0]):
-            b, b_lo, b_hi = (100 * v for v in trend_interval([analysis.correct_matrix(cells(d, [0])) for d in row], lr_axis))
+            b, b_lo, b_hi = (100 * v for v in trend_interval([analysis.correct_matrix(cells(d, [0])) for d in row],
+                                             [np.log10(lr) for lr, _ in row]))
             lr_slope = f"{b:+.1f} [{b_lo:+.1f}, {b_hi:+.1f}]"
             lr_interpolating = interpolating(pd.concat([cells(d, [0]) for d in row]))
         diffs.append({"eta_lambda": eta_lambda, "seeds": ", ".join(map(str, seeds)),
