@@ -878,6 +878,12 @@ def predictors_interpolate(points: pd.DataFrame) -> pd.Series:
     return points["lowest_train_acc_scored"].astype(float) >= 100 * metrics.INTERP_THRESHOLD
 
 
+def counted_clock_points(points: pd.DataFrame) -> pd.Series:
+    """Per clock point, whether :func:`verdict_clocks` counts it: a defined spread and scored
+    predictors that all interpolate (:func:`predictors_interpolate`)."""
+    return np.isfinite(points["spread_pp"].astype(float)) & predictors_interpolate(points)
+
+
 def family_against_each_clock(points: pd.DataFrame, family: str) -> pd.DataFrame:
     """The points :func:`verdict_clocks` counts in one family (finite spread, interpolating
     predictors), at each scale, ranked against every clock, not only the family's own: Spearman's
@@ -886,8 +892,7 @@ def family_against_each_clock(points: pd.DataFrame, family: str) -> pd.DataFrame
     whether another clock orders the family's points better. Empty without such points."""
     from .stats import rho_difference_interval, rho_interval
     scale_keys = [k for k in CLOCK_SCALE_KEYS if k in points.columns]
-    fam = points[(points["family"] == family) & np.isfinite(points["spread_pp"].astype(float))]
-    fam = fam[predictors_interpolate(fam)]
+    fam = points[(points["family"] == family) & counted_clock_points(points)]
     rows = []
     for key, g in (fam.groupby(scale_keys) if scale_keys else [((), fam)]):
         if len(g) < 3:
@@ -930,7 +935,7 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     for key, g in points.groupby(["family", *scale_keys], sort=True):
         fam = key[0]
         finite = g[np.isfinite(g["spread_pp"])]
-        ok = finite[predictors_interpolate(finite)]
+        ok = g[counted_clock_points(g)]
         pipes = pipelines_of(ok)
         n_pipes = len(set(pipes.tolist()))
         rho, lo, hi = rho_interval(ok[fam], ok["spread_pp"], clusters=pipes) if len(ok) >= 3 else nan3
