@@ -13,7 +13,10 @@ in alternating repeats (medians reported):
   ``CIFAR10Data.normalize``);
 - ``train_epoch`` and the eval passes with ``torch.compile`` (compile time reported apart);
 - ``batches_1000_500``: the eval and precise-BN batch sizes used before this bench (1,000 and
-  500 images; now 250 and 250).
+  500 images; now 250 and 250);
+- ``bf16``: training and evaluation under bf16 autocast (``precision: bf16``; weights and
+  optimizer in fp32). Not the default variants: it changes the numbers, so it is measured, not
+  adopted (``--variants default,bf16``).
 
 The numbers of a variant are compared with the default's in the same process, so the ratios do
 not depend on the machine's drift between runs; the absolute seconds do.
@@ -51,9 +54,10 @@ def _conv_forward(self, x):
 FusedConv2d.forward = _conv_forward  # the trainer's forward, plus the channels-last variant's weights
 
 
-def make_group(channels_last=False, compile=False):
+def make_group(channels_last=False, compile=False, precision="fp32"):
     cfg = resolve(dict(arch="resnet9", width=0.125, batch_size=128, n_train=5000, n_val=1000, n_test=1000,
-                       optimizer="sgd", lr=0.015, sigma_w=1.0, epochs=128, seed=0, compile=compile))
+                       optimizer="sgd", lr=0.015, sigma_w=1.0, epochs=128, seed=0, compile=compile,
+                       precision=precision))
     data = load_cifar10(n_train=5000, n_val=1000, n_test=1000, device=torch.device("cpu"))
     grp = assemble_group([cfg], data, torch.device("cpu"))
     if channels_last:
@@ -85,7 +89,7 @@ def _time_parts(grp, epoch):
     t["precise_bn"] = time.perf_counter() - t0
     for split in ("train", "val", "test"):
         t0 = time.perf_counter()
-        evaluate(grp.net, getattr(grp.data, split), grp.data, 1, grp.dtype)
+        evaluate(grp.net, getattr(grp.data, split), grp.data, 1, grp.dtype, grp.autocast)
         t[f"eval_{split}"] = time.perf_counter() - t0
     t["epoch_total"] = sum(t.values())
     return t
@@ -102,7 +106,8 @@ def main():
     groups, compile_s = {}, {}
     for v in variants:
         t0 = time.perf_counter()
-        groups[v] = make_group(channels_last=(v == "channels_last"), compile=(v == "compile"))
+        groups[v] = make_group(channels_last=(v == "channels_last"), compile=(v == "compile"),
+                               precision="bf16" if v == "bf16" else "fp32")
         time_parts(groups[v], 1)  # warm-up (and, compiled, the first traces)
         compile_s[v] = time.perf_counter() - t0
     times = {v: [] for v in variants}

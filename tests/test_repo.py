@@ -1,5 +1,6 @@
 """Repository hygiene: notebooks stored clean, packaging files that agree."""
 import json
+import os
 import re
 from pathlib import Path
 
@@ -113,13 +114,17 @@ def test_readme_results_table_is_the_cpu_verdicts():
         assert (ROOT / "figures" / "cpu" / f"{p.stem}.verdict.json").exists()
 
 
-def _claims_pilot():
-    """bench/claims_pilot.py as a module (it is a script, not part of the package)."""
+def _bench_script(name: str):
+    """bench/<name>.py as a module (a script, not part of the package)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("claims_pilot", ROOT / "bench" / "claims_pilot.py")
-    pilot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pilot)
-    return pilot
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _claims_pilot():
+    return _bench_script("claims_pilot")
 
 
 def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
@@ -145,3 +150,36 @@ def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
         assert table in notes, table
     # every cell of the design is shipped: no pair or trend is left unread
     assert "none yet" not in out and "not all done" not in out, out
+
+
+def test_the_replication_pilot_changes_only_the_data_split_and_the_seed():
+    """bench/replication_pilot.py reruns verdict cells of the cpu profile on another split and
+    seed: each of its runs is a shipped run (same data files, every other key the same) with
+    only split_seed and seed changed."""
+    from initlib.config import identity
+    from initlib.params import load_params
+    from initlib.sweep import bind_to_data
+    pilot = _bench_script("replication_pilot")
+    for notebook, (params, _) in pilot.CELLS.items():
+        sw = load_params(ROOT / "params" / params, "cpu")
+        bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
+        shipped = [identity(c) for c in sw.configs]
+        runs = pilot.replication_configs(notebook)
+        assert runs, notebook
+        for c in runs:
+            i = identity(c)
+            assert (i["split_seed"], i["seed"]) == (pilot.SPLIT_SEED, pilot.SEED) != (0, 0)
+            assert {**i, "split_seed": 0, "seed": 0} in shipped, i
+
+
+def test_the_replication_notes_are_what_the_pilot_prints():
+    """bench/replication_pilot.md quotes what `replication_pilot.py` prints from its committed
+    runs (bench/replication_runs/): every run done, each table and verdict as printed."""
+    pilot = _bench_script("replication_pilot")
+    out = pilot.report()
+    notes = (ROOT / "bench" / "replication_pilot.md").read_text()
+    for notebook in pilot.CELLS:
+        n = len(pilot.replication_configs(notebook))
+        assert f"## {notebook} on split_seed {pilot.SPLIT_SEED}, seed {pilot.SEED}: {n} of {n} runs done" in out, out
+    for part in out.split("\n\n"):
+        assert part in notes, part
