@@ -67,17 +67,13 @@ def replication_configs(notebook: str) -> list[dict]:
 def verdict(notebook: str, summaries) -> str:
     """The notebook's verdict on these runs, by the function its verdict cell calls."""
     from initlib import analysis
+    from initlib.params import load_params
     if notebook == "03":
         v = analysis.decide_l2_lr(summaries)
     else:
-        large = dict(load_analysis("05_depth.yaml"))["large_sigma_w"]
+        large = load_params(ROOT / "params" / CELLS[notebook][0], "cpu").analysis["large_sigma_w"]
         v = analysis.verdict_depth(summaries, large)
     return f"**{v.word}**: {v.text}"
-
-
-def load_analysis(params: str) -> dict:
-    from initlib.params import load_params
-    return load_params(ROOT / "params" / params, "cpu").analysis
 
 
 def table(summaries) -> str:
@@ -105,12 +101,11 @@ def main():
     unknown = [n for n in notebooks if n not in CELLS]
     if unknown:
         ap.error(f"--notebooks: unknown {unknown} (known: {sorted(CELLS)})")
-    cfgs = {n: replication_configs(n) for n in notebooks}
     STORE.mkdir(exist_ok=True)
     if KEPT.is_dir():
         store.import_runs(KEPT, STORE, warn=lambda m: print(m, file=sys.stderr))
     # the long runs (ResNet-56, ~60 worker-minutes) first, so that the two workers end together
-    everything = sorted((c for n in notebooks for c in cfgs[n]), key=lambda c: c["arch"] != "resnet56")
+    everything = sorted((c for n in notebooks for c in replication_configs(n)), key=lambda c: c["arch"] != "resnet56")
     if a.train:
         run_sweep(everything, STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="replication")
     n = store.export_runs(STORE, everything, KEPT, warn=lambda m: print(m, file=sys.stderr))
