@@ -27,6 +27,7 @@ mid-way is retrained from its start in the next session.
     python bench/claims_pilot.py --claims 01 --only width0.25 --seeds 0,1,2 --sigmas 0.1,0.5,1.0,2.5 --grid
     python bench/claims_pilot.py --claims 03 --only lr0.15_l2_T4.7_width0.25 --seeds 0,1,2 \
         --sigmas 0.1,0.5,1.0,2.5 --grid --verdict03 width0.25   # 03's notebook rule on the pilot
+    python bench/claims_pilot.py --claims 05 --only resnet110_w0.5 --verdict05 resnet110_w0.5  # 05's rule
 
 The paper's cells (../shared/PAPER.md; 40,000 images, 313 steps per epoch at b = 128, 300
 epochs): low-LR SGD eta 1e-3 (T_SGD 7.3e-4, flow eta x steps 94); claim 3's eta = lambda = 1e-2
@@ -105,6 +106,9 @@ CANDIDATES = {
         "resnet20_w0.25": (dict(arch="resnet20", width=0.25, lr=0.015), dict(lr=1e-3, l2=0.0, b=128)),
         "resnet56_w0.25": (dict(arch="resnet56", width=0.25, lr=0.015), dict(lr=1e-3, l2=0.0, b=128)),
         "resnet56_w0.5": (dict(arch="resnet56", width=0.5, lr=0.015), dict(lr=1e-3, l2=0.0, b=128)),
+        # The paper's second deep net (session 35), at ResNet-56's shipped width and everything
+        # else 05's cpu cell: left out of the cpu profile for cost (~2x ResNet-56 per epoch).
+        "resnet110_w0.5": (dict(arch="resnet110", width=0.5, lr=0.015), dict(lr=1e-3, l2=0.0, b=128)),
     },
 }
 
@@ -286,6 +290,37 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     return f"03 on {arms} ({len(s)} runs): **{v.word}**: {v.text}"
 
 
+def verdict_05(arms: str) -> str:
+    """Notebook 05's verdict, by the function its verdict cell calls (analysis.verdict_depth, at
+    the params file's large_sigma_w), with the depth table its notebook shows: ``shipped`` reads
+    05's cpu runs from results/cpu (it must print the committed report's verdict: the check that
+    this reads the runs as the notebook does); ``resnet110_w0.5`` reads 05's shipped ResNet-9 runs
+    (results/cpu) with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
+    for ResNet-110 alone (the rule holds if some deep architecture fails at large sigma_w while it
+    interpolates at the smallest: with ResNet-56 beside it, ResNet-110 could not change the word).
+    Every run must be done."""
+    from initlib import analysis, store
+    from initlib.params import load_params
+    shipped = shipped_configs("05_depth.yaml")
+    sources = [(ROOT / "results" / "cpu", shipped)]
+    if arms == "resnet110_w0.5":
+        sources = [(ROOT / "results" / "cpu", [c for c in shipped if c["arch"] == "resnet9"]),
+                   (STORE, pilot_configs(configs(["05"], [arms]).values()))]
+    elif arms != "shipped":
+        raise SystemExit(f"--verdict05 {arms}: expected 'shipped' or 'resnet110_w0.5'")
+    parts = [store.load_summaries(d, cs) for d, cs in sources]
+    n, done = sum(len(cs) for _, cs in sources), sum(len(p) for p in parts)
+    if done < n:
+        return f"05 on {arms}: {done} of {n} runs done: no verdict yet"
+    s = pd.concat(parts, ignore_index=True)
+    large = load_params(ROOT / "params" / "05_depth.yaml", "cpu").analysis["large_sigma_w"]
+    v = analysis.verdict_depth(s, large)
+    t = analysis.depth_table(s).drop(columns="status")
+    for c in ("max_train_acc", "test_acc_at_best_val"):
+        t[c] = t[c].map(lambda x: f"{x:.1f}")
+    return f"{markdown(t)}\n\n05 on {arms} ({n} runs): **{v.word}**: {v.text}"
+
+
 # 03's L2 doses as a 3 x 3 design (sessions 31-33): each eta lambda per step at lr 0.05, 0.1 and
 # 0.15, so that the three lr share a T_L2 at the horizon (lr x lambda x 5,120 steps: 0.51, 1.55, 4.7).
 SAME_CLOCK_03 = {"1.0e-4": ((0.05, 2.0e-3), (0.1, 1.0e-3), (0.15, 6.7e-4)),
@@ -406,6 +441,9 @@ def main():
     ap.add_argument("--verdict03", choices=("shipped", "width0.25"), default=None,
                     help="notebook 03's verdict on its shipped cpu arms, or on the width-0.25 pilot's two arms "
                          "(01 width0.25 and 03 lr0.15_l2_T4.7_width0.25 at --seeds x --sigmas)")
+    ap.add_argument("--verdict05", choices=("shipped", "resnet110_w0.5"), default=None,
+                    help="notebook 05's verdict on its shipped cpu runs, or on 05's ResNet-9 runs with the "
+                         "ResNet-110 pilot in place of ResNet-56")
     ap.add_argument("--low-sigmas", default=None,
                     help="with --verdict03 width0.25: the low-lr arm's sigma_w (default: --sigmas)")
     ap.add_argument("--same-clock03", action="store_true",
@@ -445,6 +483,8 @@ def main():
         print("\n" + markdown(grid_rows(cfgs, shipped_sgd_grid() if claims == ["01"] else None)))
     if a.verdict03:
         print("\n" + verdict_03(a.verdict03, seeds, sigmas, low_sigmas))
+    if a.verdict05:
+        print("\n" + verdict_05(a.verdict05))
 
 
 if __name__ == "__main__":

@@ -137,6 +137,14 @@ def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
     assert pilot.verdict_03("width0.25", (9,), (0.1,), (0.1,)).endswith("no verdict yet")  # seed 9: never run
 
 
+def test_the_claims_pilot_reads_runs_as_notebook_05_does():
+    """bench/claims_pilot.py --verdict05 decides depth runs with notebook 05's rule; on 05's
+    shipped runs it must print the committed report's verdict, word and text."""
+    shipped = json.loads((ROOT / "figures" / "cpu" / "05_depth.verdict.json").read_text())
+    out = _claims_pilot().verdict_05("shipped")
+    assert out.endswith(f"**{shipped['word']}**: {shipped['ours']}"), out
+
+
 def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
     """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's L2 doses as a 3 x 3
     design: lr 0.05, 0.1 and 0.15 at each eta lambda); its three committed tables must be what it
