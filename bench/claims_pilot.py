@@ -290,7 +290,7 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     return f"03 on {arms} ({len(s)} runs): **{v.word}**: {v.text}"
 
 
-def verdict_05(arms: str) -> str:
+def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     """Notebook 05's verdict, by the function its verdict cell calls (analysis.verdict_depth, at
     the params file's large_sigma_w), with the depth table its notebook shows: ``shipped`` reads
     05's cpu runs from results/cpu (it must print the committed report's verdict: the check that
@@ -298,14 +298,15 @@ def verdict_05(arms: str) -> str:
     (results/cpu) with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
     for ResNet-110 alone (the rule holds if some deep architecture fails at large sigma_w while it
     interpolates at the smallest: with ResNet-56 beside it, ResNet-110 could not change the word).
-    Every run must be done."""
+    Every run must be done. ``pilot_store``: where the pilot's runs are read (PILOT_RUNS: the
+    committed ones, without training)."""
     from initlib import analysis, store
     from initlib.params import load_params
     shipped = shipped_configs("05_depth.yaml")
     sources = [(ROOT / "results" / "cpu", shipped)]
     if arms == "resnet110_w0.5":
         sources = [(ROOT / "results" / "cpu", [c for c in shipped if c["arch"] == "resnet9"]),
-                   (STORE, pilot_configs(configs(["05"], [arms]).values()))]
+                   (pilot_store, pilot_configs(configs(["05"], [arms]).values()))]
     elif arms != "shipped":
         raise SystemExit(f"--verdict05 {arms}: expected 'shipped' or 'resnet110_w0.5'")
     parts = [store.load_summaries(d, cs) for d, cs in sources]

@@ -145,6 +145,18 @@ def test_the_claims_pilot_reads_runs_as_notebook_05_does():
     assert out.endswith(f"**{shipped['word']}**: {shipped['ours']}"), out
 
 
+def test_the_resnet110_notes_are_what_the_pilot_prints():
+    """bench/claims_pilot.md quotes `--verdict05 resnet110_w0.5` (05's rule on its ResNet-9 runs
+    with the ResNet-110 pilot in place of ResNet-56): every run committed and done, the table and
+    the verdict as printed from bench/claims_pilot_runs/."""
+    pilot = _claims_pilot()
+    out = pilot.verdict_05("resnet110_w0.5", pilot.PILOT_RUNS)
+    assert "no verdict yet" not in out, out
+    notes = (ROOT / "bench" / "claims_pilot.md").read_text()
+    for part in out.split("\n\n"):
+        assert part in notes, part
+
+
 def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
     """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's L2 doses as a 3 x 3
     design: lr 0.05, 0.1 and 0.15 at each eta lambda); its three committed tables must be what it
