@@ -302,20 +302,21 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     committed ones, without training)."""
     from initlib import analysis, store
     from initlib.params import load_params
-    shipped = shipped_configs("05_depth.yaml")
-    sources = [(ROOT / "results" / "cpu", shipped)]
-    if arms == "resnet110_w0.5":
+    params = load_params(ROOT / "params" / "05_depth.yaml", "cpu")
+    shipped = bound(params)
+    if arms == "shipped":
+        sources = [(ROOT / "results" / "cpu", shipped)]
+    elif arms == "resnet110_w0.5":
         sources = [(ROOT / "results" / "cpu", [c for c in shipped if c["arch"] == "resnet9"]),
                    (pilot_store, pilot_configs(configs(["05"], [arms]).values()))]
-    elif arms != "shipped":
+    else:
         raise SystemExit(f"--verdict05 {arms}: expected 'shipped' or 'resnet110_w0.5'")
     parts = [store.load_summaries(d, cs) for d, cs in sources]
     n, done = sum(len(cs) for _, cs in sources), sum(len(p) for p in parts)
     if done < n:
         return f"05 on {arms}: {done} of {n} runs done: no verdict yet"
     s = pd.concat(parts, ignore_index=True)
-    large = load_params(ROOT / "params" / "05_depth.yaml", "cpu").analysis["large_sigma_w"]
-    v = analysis.verdict_depth(s, large)
+    v = analysis.verdict_depth(s, params.analysis["large_sigma_w"])
     t = analysis.depth_table(s).drop(columns="status")
     for c in ("max_train_acc", "test_acc_at_best_val"):
         t[c] = t[c].map(lambda x: f"{x:.1f}")
