@@ -8,6 +8,9 @@
 #                     never trains: a missing run is an error); for cpu, also the README table
 #   make results      export the runs of PROFILE to results/PROFILE (metrics, no checkpoints; runs
 #                     that no params file names any more are removed from it)
+#   make replica      PROFILE's grids again on another data split and other seeds (REPLICA=N, default 1:
+#                     profile PROFILE-replicaN, every run at split_seed + N and seed + 1000 N), its
+#                     notebooks in reports/PROFILE-replicaN/, then both profiles' verdicts side by side
 #   make site         a static HTML report of reports/PROFILE (build/site/PROFILE/index.html)
 #   make test         unit tests + the notebooks themselves (smoke trained, results/cpu re-analysed)
 #   make lab          JupyterLab on notebooks/ (the sources: an edit there is the edit)
@@ -39,7 +42,8 @@ WORKERS ?=
 # Cores this process may use. nproc alone answers OMP_NUM_THREADS (1 under OMP_NUM_THREADS=1),
 # which says how many threads each process uses, not how many processes the cores can hold.
 NPROC := $(shell env -u OMP_NUM_THREADS nproc 2>/dev/null || echo 1)
-workers_for = $(or $(WORKERS),$(if $(filter cpu,$(1)),$(NPROC),1))
+workers_for = $(or $(WORKERS),$(if $(filter cpu cpu-replica%,$(1)),$(NPROC),1))
+REPLICA ?= 1
 EXECUTOR ?= local
 RUNS_PER_GPU ?=
 # runs per fused group (initlib.fused_train): auto = 16 on CUDA, 1 (off: the plain loop) on CPU
@@ -49,9 +53,9 @@ NOTEBOOKS := $(sort $(basename $(notdir $(wildcard notebooks/[0-9][0-9]_*.ipynb)
 LIB := $(wildcard initlib/*.py)
 INSTALLED := $(VENV)/.installed
 
-.PHONY: smoke cpu all paper figures results test lab clean install plan status site strip
+.PHONY: smoke cpu all paper replica figures results test lab clean install plan status site strip
 .DELETE_ON_ERROR:
-.SECONDARY: build/smoke/.trained build/cpu/.trained build/paper/.trained
+.PRECIOUS: build/%/.trained
 
 smoke: $(addprefix reports/smoke/,$(NOTEBOOKS:=.ipynb))
 	@echo "executed notebooks: reports/smoke/   figures and verdicts: figures/smoke/"
@@ -59,6 +63,9 @@ cpu: $(addprefix reports/cpu/,$(NOTEBOOKS:=.ipynb))
 	@echo "executed notebooks: reports/cpu/   figures and verdicts: figures/cpu/"
 all paper: $(addprefix reports/paper/,$(NOTEBOOKS:=.ipynb))
 	@echo "executed notebooks: reports/paper/   figures and verdicts: figures/paper/"
+replica: $(addprefix reports/$(PROFILE)-replica$(REPLICA)/,$(NOTEBOOKS:=.ipynb))
+	@echo "executed notebooks: reports/$(PROFILE)-replica$(REPLICA)/   figures and verdicts: figures/$(PROFILE)-replica$(REPLICA)/"
+	$(PY) -m initlib verdicts figures/$(PROFILE) figures/$(PROFILE)-replica$(REPLICA)
 
 install: $(INSTALLED)
 $(INSTALLED): pyproject.toml

@@ -35,7 +35,9 @@ def fuse_setting(value: str, device: str | None) -> int:
 
 def _common(p):
     p.add_argument("params", nargs="*", help="params/<name>.yaml files")
-    p.add_argument("--profile", default="smoke", help="smoke | cpu | paper (default: smoke)")
+    p.add_argument("--profile", default="smoke",
+                   help="smoke | cpu | paper, or <profile>-replica<N>: its grid on another data split "
+                        "and other seeds (initlib.params.parse_profile) (default: smoke)")
     p.add_argument("--store", default=None, help="run store (default: $INITLIB_STORE or runs/)")
     p.add_argument("--data-dir", default=None,
                    help="folder with cifar10.npz or cifar-10-batches-py (default: $INITLIB_DATA_DIR or data/)")
@@ -85,6 +87,10 @@ def build_parser():
     p = sub.add_parser("import", help="copy exported runs into the store")
     p.add_argument("src")
     p.add_argument("--store", default=None)
+
+    p = sub.add_parser("verdicts", help="the verdicts of figures folders side by side (a profile and "
+                                        "its replicas: make replica)")
+    p.add_argument("folders", nargs="+", help="figures/<profile> folders (their *.verdict.json)")
 
     p = sub.add_parser("worker", help=argparse.SUPPRESS)  # reads its configs (JSON) on stdin
     p.add_argument("--store", required=True)
@@ -207,6 +213,15 @@ def cmd_import(args):
     print(f"imported {n} runs into {args.store}")
 
 
+def cmd_verdicts(args):
+    from .notebook import verdicts_side_by_side
+    try:
+        print(verdicts_side_by_side(args.folders))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
 def cmd_worker(args):
     import torch
     from pathlib import Path
@@ -224,7 +239,8 @@ def cmd_worker(args):
 def main(argv=None) -> int:
     from .executors import stop_on_sigterm
     args = build_parser().parse_args(argv)
-    args.store = store.resolve_store(args.store)  # once: $INITLIB_STORE or runs/ when not given
+    if "store" in args:
+        args.store = store.resolve_store(args.store)  # once: $INITLIB_STORE or runs/ when not given
     stop_on_sigterm(once=args.cmd == "worker")
     try:
         return globals()[f"cmd_{args.cmd}"](args) or 0

@@ -160,3 +160,22 @@ def format_measured(items: list[dict]) -> tuple[str, str]:
         if m["floor"] is not None:
             floors.append(f"{m['what']} {m['floor']:.1f}{unit}")
     return "; ".join(parts), "; ".join(floors)
+
+
+def verdicts_side_by_side(folders) -> str:
+    """A Markdown table of the verdicts in several figures folders, one row per finding and
+    one column per folder (its verdict word, then its headline numbers): a profile beside its
+    replicas (``make replica``), so that a verdict that changes with the data split and the
+    seeds shows at a glance. A finding a folder has no verdict for reads "-"."""
+    rows = {Path(f).name: {r["name"]: r for r in results_rows(f)} for f in folders}
+    if not any(rows.values()):
+        raise ValueError(f"no *.verdict.json in {', '.join(map(str, folders))}: execute the "
+                                f"notebooks first (make <profile>, make figures, make replica)")
+    names = sorted({n for by_name in rows.values() for n in by_name})
+    head = ["finding", *(f"{folder}: verdict" for folder in rows), *(f"{folder}: numbers" for folder in rows)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for n in names:
+        got = [by_name.get(n) for by_name in rows.values()]
+        lines.append("| " + " | ".join([n, *(r["verdict"] if r else "-" for r in got),
+                                         *(r["headline"] if r else "-" for r in got)]) + " |")
+    return "\n".join(lines)

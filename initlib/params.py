@@ -34,6 +34,35 @@ from .config import DATA_KEY, ConfigError, resolve, run_hash, validate_keys
 TOP_KEYS = {"name", "notebook", "title", "paper", "claim", "description", "base", "profiles", "sources"}
 PROFILE_KEYS = {"base", "grid", "variants", "analysis", "description"}
 PROFILES = ("smoke", "cpu", "paper")
+# A replica of a profile: its grid again on another split of the training images and other
+# seeds, so that a verdict can be checked on data and initializations it was not decided on
+# (issue 18: "the grids will be rerun on another data subset and other seeds").
+# "<profile>-replica<N>" (N >= 1) is profile's grid with every run's split_seed + N and
+# seed + N * REPLICA_SEED_STRIDE. The stride keeps a replica's seeds apart from any profile's
+# own (every grid's seeds are < 1000) and from other replicas'; the test images (the
+# official 10,000) are the same for every replica, as for every split.
+REPLICA_MARK = "-replica"
+REPLICA_SEED_STRIDE = 1000
+
+
+def parse_profile(profile: str, where: str = "") -> tuple[str, int]:
+    """'cpu' -> ('cpu', 0); 'cpu-replica2' -> ('cpu', 2). ConfigError for a malformed replica."""
+    name, mark, n = profile.partition(REPLICA_MARK)
+    if not mark:
+        return profile, 0
+    if not (n.isdigit() and int(n) >= 1 and n == str(int(n))):
+        raise ConfigError(f"{where}profile '{profile}': a replica is '<profile>{REPLICA_MARK}<N>' with "
+                          f"N an integer >= 1, e.g. '{name}{REPLICA_MARK}1'")
+    return name, int(n)
+
+
+def replicate(cfg: dict, replica: int) -> dict:
+    """The run ``cfg`` in replica ``replica``: the same config on split_seed + replica and seed +
+    replica * REPLICA_SEED_STRIDE (replica 0: ``cfg`` itself)."""
+    if not replica:
+        return cfg
+    return resolve({**cfg, "split_seed": cfg["split_seed"] + replica,
+                    "seed": cfg["seed"] + replica * REPLICA_SEED_STRIDE})
 
 
 def unique_by_hash(configs) -> list[dict]:
@@ -87,9 +116,10 @@ def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
         if k in spec and not isinstance(spec[k], str):
             raise ConfigError(f"{src}: key '{k}' must be text, got {spec[k]!r}")
     profiles = spec.get("profiles") or {}
-    if profile not in profiles:
-        raise ConfigError(f"{src}: no profile '{profile}' (has: {', '.join(profiles) or 'none'})")
-    prof = profiles[profile] or {}
+    own, replica = parse_profile(profile, f"{src}: ")
+    if own not in profiles:
+        raise ConfigError(f"{src}: no profile '{own}' (has: {', '.join(profiles) or 'none'})")
+    prof = profiles[own] or {}
     where = f"{src}: profile '{profile}'"
     for k in prof:
         if k not in PROFILE_KEYS:
@@ -121,7 +151,8 @@ def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
             vgrid = {**grid, **(own_grids.get(i) or {})}
             keys = list(vgrid)
             for values in itertools.product(*(vgrid[k] for k in keys)):
-                configs.append(resolve({**base, **variant, **dict(zip(keys, values))}, where))
+                configs.append(replicate(resolve({**base, **variant, **dict(zip(keys, values))}, where),
+                                         replica))
     sources = [load_params(path.parent / s, profile, overrides) for s in spec.get("sources") or []]
     return Sweep(path, profile, unique_by_hash(configs), dict(prof.get("analysis") or {}), sources, spec)
 

@@ -40,6 +40,9 @@ def norm_over_epochs(epochs: pd.DataFrame, panel: str, title: str, seed: int | N
     """Frobenius norm of all kernels against epoch: one panel per ``panel`` value, one line
     per sigma_w (colour), log y. A flat line at its initial value is radial memory."""
     e = epochs if seed is None else epochs[epochs["seed"] == seed]
+    if e.empty:
+        raise ValueError(f"no per-epoch metrics of seed {seed} (the runs have seeds "
+                         f"{sorted(epochs['seed'].unique())})")
     keys = list(dict.fromkeys(e[panel]))
     fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.2), sharey=True, squeeze=False)
     sigmas = sorted(e["sigma_w"].unique())

@@ -98,3 +98,44 @@ def test_a_variant_may_cross_its_own_grid(tmp_path):
     p = write(tmp_path, "profiles:\n  smoke:\n    variants:\n      - {lr: 0.1, grid: {sigmaw: [0.1]}}\n")
     with pytest.raises(ConfigError, match=r"variants\[0\]: grid: key 'sigmaw'"):
         load_params(p, "smoke")
+
+
+# ---------------------------------------------------------------- replicas of a profile
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_replica_is_its_profile_on_another_split_and_other_seeds(n):
+    """'<profile>-replica<N>' is the profile's grid, sources included, with only split_seed + N
+    and seed + 1000 N changed: the same runs otherwise, none of them one of the profile's own."""
+    from initlib.params import REPLICA_SEED_STRIDE
+    for p in sorted((ROOT / "params").glob("0*.yaml")):
+        for profile in ("smoke", "cpu"):
+            own = load_params(p, profile).all_configs()
+            rep = load_params(p, f"{profile}-replica{n}").all_configs()
+            assert len(rep) == len(own), (p.name, profile)
+            for a, b in zip(own, rep):
+                assert b["split_seed"] == a["split_seed"] + n
+                assert b["seed"] == a["seed"] + n * REPLICA_SEED_STRIDE
+                assert {k: v for k, v in b.items() if k not in ("split_seed", "seed")} == \
+                       {k: v for k, v in a.items() if k not in ("split_seed", "seed")}
+            assert max(c["seed"] for c in own) < REPLICA_SEED_STRIDE  # replicas never meet
+            assert not {run_hash(c) for c in own} & {run_hash(c) for c in rep}, (p.name, profile)
+
+
+@pytest.mark.parametrize("profile", ["cpu-replica0", "cpu-replica", "cpu-replica01", "cpu-replica-1",
+                                     "cpu-replicaX"])
+def test_a_malformed_replica_is_named_with_its_file(profile):
+    with pytest.raises(ConfigError, match=rf"01_optimizer_dependence.yaml: profile '{profile}': a replica is"):
+        load_params(ROOT / "params" / "01_optimizer_dependence.yaml", profile)
+    with pytest.raises(ConfigError, match=r"no profile 'gpu'"):
+        load_params(ROOT / "params" / "01_optimizer_dependence.yaml", "gpu-replica1")
+
+
+def test_make_replica_trains_and_executes_the_replica_profile():
+    """`make replica` names the replica profile to the sweep and to every notebook, writes its own
+    reports folder, and ends with both profiles' verdicts side by side (a dry run: nothing runs)."""
+    out = subprocess.run(["make", "-n", "replica", "PROFILE=smoke", "REPLICA=2"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    assert "sweep params/01_optimizer_dependence.yaml" in out and "--profile smoke-replica2" in out
+    for nb in sorted((ROOT / "notebooks").glob("0*.ipynb")):
+        assert f"reports/smoke-replica2/{nb.name}" in out
+    assert out.count("-p profile smoke-replica2") == len(list((ROOT / "notebooks").glob("0*.ipynb")))
+    assert "-m initlib verdicts figures/smoke figures/smoke-replica2" in out

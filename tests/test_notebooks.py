@@ -82,3 +82,31 @@ def test_smoke_notebook_trains_and_reports_end_to_end(name, tmp_path):
     assert any(f"{verdict['word']}: " in p for p in printed)
     for line in verdict["table"]["text"].splitlines()[:1]:
         assert line in printed[0] or any(line in p for p in printed)
+
+
+def test_a_replica_trains_its_own_runs_and_reports_as_its_profile(tmp_path):
+    """`make replica` executes the notebooks with profile '<profile>-replica<N>': 02's smoke
+    replica trains its own runs (split_seed 1, seeds 1000+; none of smoke's) end to end and
+    reports as that profile, with smoke's table shape."""
+    import os
+    from initlib import store
+    from initlib.sweep import bind_to_data
+    nb, verdict = execute("02_long_training", "smoke-replica1", tmp_path)
+    assert verdict["profile"] == "smoke-replica1" and verdict["word"] in WORDS
+    assert verdict["table"]["rows"] == expected_rows("02_long_training", "smoke")
+    sw = load_params(ROOT / "params" / "02_long_training.yaml", "smoke-replica1")
+    bind_to_data([sw], None)
+    assert {(c["split_seed"], c["seed"] >= 1000) for c in sw.configs} == {(1, True)}
+    store_dir = Path(os.environ["INITLIB_STORE"])
+    assert all(store.is_done(store.run_dir(store_dir, c)) for c in sw.configs)
+
+
+def test_no_notebook_picks_runs_by_a_seed_number():
+    """A replica's seeds are 1000 N + the profile's: a notebook that names seed 0 (a figure
+    of "seed 0") finds no runs there. Seeds are taken from the runs (their smallest), never
+    written as a number."""
+    import re
+    for name in NAMES:
+        for cell in read_notebook(ROOT / "notebooks" / f"{name}.ipynb").cells:
+            if cell.cell_type == "code":
+                assert not re.search(r"seed\"?\]?\s*(==|=)\s*\d", cell.source), (name, cell.source)

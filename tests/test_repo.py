@@ -2,6 +2,8 @@
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -203,3 +205,26 @@ def test_the_replication_notes_are_what_the_pilot_prints():
         assert f"## {notebook} on split_seed {pilot.SPLIT_SEED}, seed {pilot.SEED}: {n} of {n} runs done" in out, out
     for part in out.split("\n\n"):
         assert part in notes, part
+
+
+def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
+    """`python -m initlib verdicts A B` (what `make replica` ends with): one row per finding,
+    each folder's verdict word and numbers; a verdict that differs shows both words, a finding
+    a folder lacks reads '-'."""
+    import shutil
+    shipped = ROOT / "figures" / "cpu"
+    a, b = tmp_path / "cpu", tmp_path / "cpu-replica1"
+    shutil.copytree(shipped, a, ignore=shutil.ignore_patterns("*.png", "*.pdf"))
+    b.mkdir()
+    v = json.loads((shipped / "03_l2_and_lr.verdict.json").read_text())
+    (b / "03_l2_and_lr.verdict.json").write_text(json.dumps({**v, "holds": False, "measured": []}))
+    from initlib.notebook import verdicts_side_by_side
+    out = verdicts_side_by_side([a, b]).splitlines()
+    assert out[0] == "| finding | cpu: verdict | cpu-replica1: verdict | cpu: numbers | cpu-replica1: numbers |"
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in out[2:]}
+    assert len(rows) == len(list(shipped.glob("*.verdict.json")))
+    assert rows["03_l2_and_lr"][1:3] == ["holds", "does not hold at this scale"]
+    assert rows["01_optimizer_dependence"][2] == "-"
+    empty = subprocess.run([sys.executable, "-m", "initlib", "verdicts", str(tmp_path / "none")], cwd=ROOT,
+                           capture_output=True, text=True)
+    assert empty.returncode == 2 and "no *.verdict.json" in empty.stderr
