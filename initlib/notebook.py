@@ -170,7 +170,7 @@ def verdicts_side_by_side(folders) -> str:
     rows = {Path(f).name: {r["name"]: r for r in results_rows(f)} for f in folders}
     if not any(rows.values()):
         raise ValueError(f"no *.verdict.json in {', '.join(map(str, folders))}: execute the "
-                                f"notebooks first (make <profile>, make figures, make replica)")
+                         f"notebooks first (make <profile>, make figures, make replica)")
     names = sorted({n for by_name in rows.values() for n in by_name})
     head = ["finding", *(f"{folder}: verdict" for folder in rows), *(f"{folder}: numbers" for folder in rows)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
