@@ -56,11 +56,14 @@ def parse_profile(profile: str, where: str = "") -> tuple[str, int]:
     return name, int(n)
 
 
-def replicate(cfg: dict, replica: int) -> dict:
+def replicate(cfg: dict, replica: int, where: str = "") -> dict:
     """The run ``cfg`` in replica ``replica``: the same config on split_seed + replica and seed +
     replica * REPLICA_SEED_STRIDE (replica 0: ``cfg`` itself)."""
     if not replica:
         return cfg
+    if cfg["seed"] >= REPLICA_SEED_STRIDE:
+        raise ConfigError(f"{where}: key 'seed': a replica moves seeds by {REPLICA_SEED_STRIDE} x N, so a "
+                          f"profile it replicates needs seeds < {REPLICA_SEED_STRIDE}, got {cfg['seed']}")
     return resolve({**cfg, "split_seed": cfg["split_seed"] + replica,
                     "seed": cfg["seed"] + replica * REPLICA_SEED_STRIDE})
 
@@ -152,7 +155,7 @@ def load_params(path, profile: str, overrides: dict | None = None) -> Sweep:
             keys = list(vgrid)
             for values in itertools.product(*(vgrid[k] for k in keys)):
                 configs.append(replicate(resolve({**base, **variant, **dict(zip(keys, values))}, where),
-                                         replica))
+                                         replica, where))
     sources = [load_params(path.parent / s, profile, overrides) for s in spec.get("sources") or []]
     return Sweep(path, profile, unique_by_hash(configs), dict(prof.get("analysis") or {}), sources, spec)
 

@@ -129,6 +129,13 @@ def test_a_malformed_replica_is_named_with_its_file(profile):
         load_params(ROOT / "params" / "01_optimizer_dependence.yaml", "gpu-replica1")
 
 
+def test_a_replica_refuses_seeds_it_would_move_onto_another_replica(tmp_path):
+    p = write(tmp_path, "profiles:\n  smoke:\n    grid: {sigma_w: [0.5], seed: [0, 1000]}\n")
+    assert len(load_params(p, "smoke").configs) == 2
+    with pytest.raises(ConfigError, match=r"bad.yaml: profile 'smoke-replica1': key 'seed': a replica moves"):
+        load_params(p, "smoke-replica1")
+
+
 def test_make_replica_trains_and_executes_the_replica_profile():
     """`make replica` names the replica profile to the sweep and to every notebook, writes its own
     reports folder, and ends with both profiles' verdicts side by side (a dry run: nothing runs)."""
