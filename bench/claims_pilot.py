@@ -73,6 +73,11 @@ CANDIDATES = {
         # computed through. Does the minimum of sigma_w 2.5's validation loss move past
         # interpolation? (the one cheap route left untried by issue 19 and session 25)
         "width0.25": (dict(lr=0.015, width=0.25), dict(lr=1e-3, l2=0.0, b=128)),
+        # 4x the width (32-256 channels), the next step after width0.25's 9 of 12 interpolating
+        # selected predictors (session 36, chosen before it ran): 01's clocks again, the per-step
+        # angle a quarter of width 0.125's (30x the paper's). At which width does the paper's
+        # predictor meet the premise at both ends of sigma_w, and at what cost per epoch?
+        "width0.5": (dict(lr=0.015, width=0.5), dict(lr=1e-3, l2=0.0, b=128)),
     },
     "03": {
         # the larger-lr arm at 10x 01's lr; L2 so that T_L2 is the paper's 9.4 (eta lambda 18x the
@@ -162,10 +167,10 @@ def plan_row(key: Key, cfg: dict) -> dict:
             "angle vs paper": f"{angle:.0f}x"}
 
 
-def result_row(key: Key, cfg: dict) -> dict:
+def result_row(key: Key, cfg: dict, store_dir: Path = STORE) -> dict:
     from initlib import store
     from initlib.metrics import share_interpolating_after_tau
-    rdir = store.run_dir(STORE, cfg)
+    rdir = store.run_dir(store_dir, cfg)
     if not store.is_done(rdir):
         return {"candidate": str(key), "tau_interp": "(not run)"}
     s, e = store.read_summary(rdir), store.read_epochs(rdir)
@@ -177,7 +182,7 @@ def result_row(key: Key, cfg: dict) -> dict:
             "s_per_epoch": f"{e['wall_s'].median():.1f}"}
 
 
-def spread_rows(cfgs: dict[Key, dict]) -> pd.DataFrame:
+def spread_rows(cfgs: dict[Key, dict], store_dir: Path = STORE) -> pd.DataFrame:
     """Per candidate with both sigma_w done: the spread (sigma_w 2.5 minus 0.1's test accuracy, as
     max - min, on all 10,000 test images) of the selected and of the end-of-training predictors,
     and the train accuracy of the predictors each scores. One seed: no interval, and the floor is
@@ -188,9 +193,9 @@ def spread_rows(cfgs: dict[Key, dict]) -> pd.DataFrame:
         runs = [(k, c) for k, c in cfgs.items() if k.cell == cell]
         if len(runs) < 2:
             continue  # one sigma_w: no spread
-        if not all(store.is_done(store.run_dir(STORE, c)) for _, c in runs):
+        if not all(store.is_done(store.run_dir(store_dir, c)) for _, c in runs):
             continue
-        s = [store.read_summary(store.run_dir(STORE, c)) for _, c in runs]
+        s = [store.read_summary(store.run_dir(store_dir, c)) for _, c in runs]
         sel, end = [x["selected_test_acc"] for x in s], [x["end_test_acc"] for x in s]
         rows.append({"candidate": cell,
                      "selected spread (pp)": f"{100 * (max(sel) - min(sel)):.1f}",
@@ -198,6 +203,14 @@ def spread_rows(cfgs: dict[Key, dict]) -> pd.DataFrame:
                      "end spread (pp)": f"{100 * (max(end) - min(end)):.1f}",
                      "train acc at end": by_sigma(runs, s, "final_train_acc")})
     return pd.DataFrame(rows)
+
+
+def run_tables(cfgs: dict[Key, dict], store_dir: Path = STORE) -> str:
+    """What the pilot prints for its selection: one row per run (where it interpolates and where
+    selection lands), then, per cell with every sigma_w done, its spread on both measures."""
+    out = markdown(pd.DataFrame([result_row(k, c, store_dir) for k, c in cfgs.items()]))
+    spreads = spread_rows(cfgs, store_dir)
+    return out if spreads.empty else out + "\n\n" + markdown(spreads)
 
 
 def by_sigma(runs, summaries, column) -> str:
@@ -477,10 +490,7 @@ def main():
     if STORE.is_dir():
         n = store.export_runs(STORE, list(cfgs.values()), PILOT_RUNS, warn=lambda m: print(m, file=sys.stderr))
         print(f"{n} finished pilot runs of this selection kept in {PILOT_RUNS.relative_to(ROOT)}/", file=sys.stderr)
-    print(markdown(pd.DataFrame([result_row(k, c) for k, c in cfgs.items()])))
-    spreads = spread_rows(cfgs)
-    if not spreads.empty:
-        print("\n" + markdown(spreads))
+    print(run_tables(cfgs))
     if a.grid:
         print("\n" + markdown(grid_rows(cfgs, shipped_sgd_grid() if claims == ["01"] else None)))
     if a.verdict03:

@@ -159,6 +159,19 @@ def test_the_resnet110_notes_are_what_the_pilot_prints():
         assert part in notes, part
 
 
+def test_the_width05_notes_are_what_the_pilot_prints():
+    """bench/claims_pilot.md quotes `--claims 01 --only width0.5` (01's SGD cell at 4x the width,
+    seed 0, the sigma_w ends): both runs committed and done, its tables as printed from
+    bench/claims_pilot_runs/."""
+    pilot = _claims_pilot()
+    cfgs = pilot.configs(["01"], ["width0.5"])
+    out = pilot.run_tables(dict(zip(cfgs, pilot.pilot_configs(cfgs.values()))), pilot.PILOT_RUNS)
+    assert "(not run)" not in out and out.count("\n\n") == 1, out
+    notes = (ROOT / "bench" / "claims_pilot.md").read_text()
+    for part in out.split("\n\n"):
+        assert part in notes, part
+
+
 def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
     """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's L2 doses as a 3 x 3
     design: lr 0.05, 0.1 and 0.15 at each eta lambda); its three committed tables must be what it
