@@ -42,7 +42,7 @@ def norm_over_epochs(epochs: pd.DataFrame, panel: str, title: str, seed: int | N
     e = epochs if seed is None else epochs[epochs["seed"] == seed]
     if e.empty:
         raise ValueError(f"no per-epoch metrics of seed {seed} (the runs have seeds "
-                         f"{sorted(epochs['seed'].unique())})")
+                         f"{sorted(int(s) for s in epochs['seed'].unique())})")
     keys = list(dict.fromkeys(e[panel]))
     fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.2), sharey=True, squeeze=False)
     sigmas = sorted(e["sigma_w"].unique())

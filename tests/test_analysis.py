@@ -570,6 +570,19 @@ def test_spread_vs_labels_the_noise_floor_once_with_groups():
     assert sum(l.startswith("lr=") for l in labels) == 2
 
 
+def test_the_norm_figure_names_a_seed_the_runs_do_not_have():
+    """A replica's seeds are 1000 N + the profile's: asking for seed 0 there is an error that
+    names the seeds the runs have, not an empty figure (matplotlib: 'columns ... not 0')."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from initlib import plots
+    e = pd.DataFrame({"optimizer": "sgd", "sigma_w": [0.1, 0.1, 2.5, 2.5], "seed": 1000,
+                      "epoch": [0, 1, 0, 1], "weight_norm": [1.0, 1.1, 20.0, 20.0]})
+    assert len(plots.norm_over_epochs(e, "optimizer", "t", seed=1000).axes[0].get_lines()) == 2
+    with pytest.raises(ValueError, match=r"no per-epoch metrics of seed 0 \(the runs have seeds \[1000\]\)"):
+        plots.norm_over_epochs(e, "optimizer", "t", seed=0)
+
+
 def test_a_clock_family_by_lr_draws_each_lr_once_and_each_pipeline_as_one_line():
     """Two lr, three pipelines (two at lr 0.05), two horizons each, one point that does not
     interpolate (hollow); another family's points are not drawn; no point of the family: None."""
