@@ -167,7 +167,10 @@ def verdicts_side_by_side(folders) -> str:
     one column per folder (its verdict word, then its headline numbers): a profile beside its
     replicas (``make replica``), so that a verdict that changes with the data split and the
     seeds shows at a glance. A finding a folder has no verdict for reads "-"."""
-    rows = {Path(f).name: {r["name"]: r for r in results_rows(f)} for f in folders}
+    labels = [Path(f).name for f in folders]
+    if len(set(labels)) < len(labels):  # two folders of one name (a/cpu, b/cpu): say which is which
+        labels = [str(f) for f in folders]
+    rows = {label: {r["name"]: r for r in results_rows(f)} for label, f in zip(labels, folders)}
     if not any(rows.values()):
         raise ValueError(f"no *.verdict.json in {', '.join(map(str, folders))}: execute the "
                          f"notebooks first (make <profile>, make figures, make replica)")

@@ -238,6 +238,9 @@ def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
     assert len(rows) == len(list(shipped.glob("*.verdict.json")))
     assert rows["03_l2_and_lr"][1:3] == ["holds", "does not hold at this scale"]
     assert rows["01_optimizer_dependence"][2] == "-"
+    other = tmp_path / "other" / "cpu"  # a second folder named cpu: columns by path
+    shutil.copytree(b, other)
+    assert verdicts_side_by_side([a, other]).splitlines()[0].startswith(f"| finding | {a}: verdict | {other}: verdict |")
     empty = subprocess.run([sys.executable, "-m", "initlib", "verdicts", str(tmp_path / "none")], cwd=ROOT,
                            capture_output=True, text=True)
     assert empty.returncode == 2 and "no *.verdict.json" in empty.stderr
