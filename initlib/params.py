@@ -24,6 +24,7 @@ that the run hash names the data too. Both happen before anything is written.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def parse_profile(profile: str, where: str = "") -> tuple[str, int]:
     name, mark, n = profile.partition(REPLICA_MARK)
     if not mark:
         return profile, 0
-    if not (n.isdigit() and int(n) >= 1 and n == str(int(n))):
+    if not re.fullmatch(r"[1-9][0-9]*", n):
         raise ConfigError(f"{where}profile '{profile}': a replica is '<profile>{REPLICA_MARK}<N>' with "
                           f"N an integer >= 1, e.g. '{name}{REPLICA_MARK}1'")
     return name, int(n)

@@ -121,7 +121,7 @@ def test_a_replica_is_its_profile_on_another_split_and_other_seeds(n):
 
 
 @pytest.mark.parametrize("profile", ["cpu-replica0", "cpu-replica", "cpu-replica01", "cpu-replica-1",
-                                     "cpu-replicaX"])
+                                     "cpu-replicaX", "cpu-replica\u00b2", "cpu-replica 1"])
 def test_a_malformed_replica_is_named_with_its_file(profile):
     with pytest.raises(ConfigError, match=rf"01_optimizer_dependence.yaml: profile '{profile}': a replica is"):
         load_params(ROOT / "params" / "01_optimizer_dependence.yaml", profile)
