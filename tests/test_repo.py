@@ -129,6 +129,14 @@ def _claims_pilot():
     return _bench_script("claims_pilot")
 
 
+def assert_notes_quote(notes: str, out: str) -> None:
+    """Every blank-line-separated part (table, verdict) of what a bench script printed appears,
+    as printed, in its notes file ``bench/<notes>``."""
+    text = (ROOT / "bench" / notes).read_text()
+    for part in out.split("\n\n"):
+        assert part in text, part
+
+
 def test_the_claims_pilot_reads_a_grid_as_notebook_03_does():
     """bench/claims_pilot.py --verdict03 decides a pilot's two arms with notebook 03's rule; on
     03's shipped runs it must print the committed report's verdict, word and text."""
@@ -154,9 +162,7 @@ def test_the_resnet110_notes_are_what_the_pilot_prints():
     pilot = _claims_pilot()
     out = pilot.verdict_05("resnet110_w0.5", pilot.PILOT_RUNS)
     assert "no verdict yet" not in out, out
-    notes = (ROOT / "bench" / "claims_pilot.md").read_text()
-    for part in out.split("\n\n"):
-        assert part in notes, part
+    assert_notes_quote("claims_pilot.md", out)
 
 
 def test_the_width05_notes_are_what_the_pilot_prints():
@@ -167,9 +173,7 @@ def test_the_width05_notes_are_what_the_pilot_prints():
     cfgs = pilot.configs(["01"], ["width0.5"])
     out = pilot.run_tables(dict(zip(cfgs, pilot.pilot_configs(cfgs.values()))), pilot.PILOT_RUNS)
     assert "(not run)" not in out and out.count("\n\n") == 1, out
-    notes = (ROOT / "bench" / "claims_pilot.md").read_text()
-    for part in out.split("\n\n"):
-        assert part in notes, part
+    assert_notes_quote("claims_pilot.md", out)
 
 
 def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
@@ -179,10 +183,8 @@ def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
     pilot = _claims_pilot()
     out = pilot.same_clock_03()
     tables = out.split("\n\n")
-    notes = (ROOT / "bench" / "claims_pilot.md").read_text()
     assert len(tables) == 3 and all(t.startswith("| ") for t in tables), out
-    for table in tables:
-        assert table in notes, table
+    assert_notes_quote("claims_pilot.md", out)
     # every cell of the design is shipped: no pair or trend is left unread
     assert "none yet" not in out and "not all done" not in out, out
 
@@ -212,12 +214,10 @@ def test_the_replication_notes_are_what_the_pilot_prints():
     runs (bench/replication_runs/): every run done, each table and verdict as printed."""
     pilot = _bench_script("replication_pilot")
     out = pilot.report()
-    notes = (ROOT / "bench" / "replication_pilot.md").read_text()
     for notebook in pilot.CELLS:
         n = len(pilot.replication_configs(notebook))
         assert f"## {notebook} on split_seed {pilot.SPLIT_SEED}, seed {pilot.SEED}: {n} of {n} runs done" in out, out
-    for part in out.split("\n\n"):
-        assert part in notes, part
+    assert_notes_quote("replication_pilot.md", out)
 
 
 def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
