@@ -78,6 +78,15 @@ CANDIDATES = {
         # angle a quarter of width 0.125's (30x the paper's). At which width does the paper's
         # predictor meet the premise at both ends of sigma_w, and at what cost per epoch?
         "width0.5": (dict(lr=0.015, width=0.5), dict(lr=1e-3, l2=0.0, b=128)),
+        # 01's other side at width 0.25 (session 37, chosen before it ran): Muon, Adam and AdamW
+        # cells of 01's cpu profile with only the width doubled, as width0.25 is its SGD cell.
+        # At width 0.125 the adaptive spreads are Muon 15.1, Adam 10.2, AdamW 4.5 pp (results/cpu;
+        # the paper: Muon about 4.0). Does the width that moves SGD's selection past interpolation
+        # move the adaptive spreads too? The paper gives no adaptive lr: its cell is None, and
+        # --plan shows our clocks only (T_adapt is the flow column, lr x steps).
+        "muon_width0.25": (dict(optimizer="muon", lr=0.02, width=0.25), None),
+        "adam_width0.25": (dict(optimizer="adam", lr=5e-3, width=0.25), None),
+        "adamw_width0.25": (dict(optimizer="adamw", lr=5e-3, weight_decay=0.1, width=0.25), None),
     },
     "03": {
         # the larger-lr arm at 10x 01's lr; L2 so that T_L2 is the paper's 9.4 (eta lambda 18x the
@@ -156,6 +165,11 @@ def plan_row(key: Key, cfg: dict) -> dict:
     steps = cfg["epochs"] * math.ceil(cfg["n_train"] / cfg["batch_size"])
     ours = clocks_of(cfg["lr"], cfg["l2"], cfg["batch_size"], steps)
     p = paper_cell(claim, name)
+    if p is None:  # an adaptive cell: the paper gives no lr, so no clock of its to quote
+        return {"candidate": f"{claim} {name}", "steps": steps,
+                "T_SGD (paper)": f"{ours['T_SGD']:.2g} (-)", "T_L2 (paper)": f"{ours['T_L2']:.2g} (-)",
+                "flow lr x steps (paper)": f"{ours['flow']:.0f} (-)",
+                "eta lambda (paper)": f"{ours['eta_lambda']:.2g} (-)", "angle vs paper": "-"}
     paper_steps = PAPER_EPOCHS * math.ceil(40000 / p["b"])
     theirs = clocks_of(p["lr"], p["l2"], p["b"], paper_steps)
     angle = (cfg["lr"] / p["lr"]) / cfg["width"]  # width is relative to each family's paper width
