@@ -22,6 +22,7 @@ Small pure functions, each tested on hand-computed cases in tests/test_stats.py.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -37,6 +38,7 @@ def spread(acc: np.ndarray):
     return float(out) if out.ndim == 0 else out
 
 
+@functools.cache  # a pure function of k, asked for once per table row
 def expected_range(k: int) -> float:
     """d_k: the expected range (max - min) of k independent standard normal draws,
     int (1 - Phi(x)^k - (1 - Phi(x))^k) dx."""
@@ -46,6 +48,7 @@ def expected_range(k: int) -> float:
     return float(integrate.quad(f, -np.inf, np.inf)[0])
 
 
+@functools.cache
 def range_quantile(k: int, q: float = 0.95) -> float:
     """The q-quantile of the range of k standard normal draws (studentized range, df = inf)."""
     return float(stats.studentized_range.ppf(q, k, np.inf)) if k >= 2 else 0.0
@@ -86,10 +89,14 @@ def noise_floor(acc: np.ndarray, n_test: int, q: float = 0.95) -> dict:
 def _accuracies(correct: np.ndarray, seeds: np.ndarray, images: np.ndarray) -> np.ndarray:
     """Resampled accuracies, (batch, seeds, sigma_w), from per-image correctness
     ``correct`` (seeds, sigma_w, images) and index resamples (batch, n_seeds) and
-    (batch, n_images), as the image counts times correctness (a matrix product)."""
+    (batch, n_images), as the image counts times correctness (a matrix product). The counts
+    are one bincount over (resample, image) pairs (np.add.at gave the same integers, 1.3x
+    slower on one thread; a BLAS product instead of the einsum is faster alone and 2x slower
+    beside a training sweep, so einsum)."""
     n_img = correct.shape[-1]
-    counts = np.zeros((len(images), n_img))
-    np.add.at(counts, (np.arange(len(images))[:, None], images), 1.0)
+    batch = len(images)
+    flat = (np.arange(batch)[:, None] * n_img + images).ravel()
+    counts = np.bincount(flat, minlength=batch * n_img).reshape(batch, n_img).astype(float)
     acc = np.einsum("ski,bi->bsk", correct.astype(float), counts) / images.shape[-1]
     return acc[np.arange(len(seeds))[:, None], seeds]
 
