@@ -28,6 +28,7 @@ mid-way is retrained from its start in the next session.
     python bench/claims_pilot.py --claims 03 --only lr0.15_l2_T4.7_width0.25 --seeds 0,1,2 \
         --sigmas 0.1,0.5,1.0,2.5 --grid --verdict03 width0.25   # 03's notebook rule on the pilot
     python bench/claims_pilot.py --claims 05 --only resnet110_w0.5 --verdict05 resnet110_w0.5  # 05's rule
+    python bench/claims_pilot.py --claims 01 --only muon_width0.25 --beside-shipped  # and at width 0.125
 
 The paper's cells (../shared/PAPER.md; 40,000 images, 313 steps per epoch at b = 128, 300
 epochs): low-LR SGD eta 1e-3 (T_SGD 7.3e-4, flow eta x steps 94); claim 3's eta = lambda = 1e-2
@@ -264,6 +265,13 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
     return pd.DataFrame(rows)
 
 
+def at_shipped_width(cfgs: dict[Key, dict], width: float = 0.125) -> dict[Key, dict]:
+    """The same cells with only the width changed to ``width`` (01's cpu width): the runs
+    results/cpu ships for them, where it has them, to read beside a wider pilot."""
+    return {Key(k.claim, f"{k.name} at width {width:g}", k.seed, k.sigma_w): {**c, "width": width}
+            for k, c in cfgs.items()}
+
+
 def bound(sw) -> list[dict]:
     """The configs of Sweep ``sw`` bound to the data in $INITLIB_DATA_DIR (its fingerprint is part
     of each run's identity, so a run on other data is another run), as the sweep binds them."""
@@ -473,6 +481,8 @@ def main():
     ap.add_argument("--verdict05", choices=("shipped", "resnet110_w0.5"), default=None,
                     help="notebook 05's verdict on its shipped cpu runs, or on 05's ResNet-9 runs with the "
                          "ResNet-110 pilot in place of ResNet-56")
+    ap.add_argument("--beside-shipped", action="store_true",
+                    help="also the same cells at width 0.125 from results/cpu (only the width differs)")
     ap.add_argument("--low-sigmas", default=None,
                     help="with --verdict03 width0.25: the low-lr arm's sigma_w (default: --sigmas)")
     ap.add_argument("--same-clock03", action="store_true",
@@ -505,6 +515,8 @@ def main():
         n = store.export_runs(STORE, list(cfgs.values()), PILOT_RUNS, warn=lambda m: print(m, file=sys.stderr))
         print(f"{n} finished pilot runs of this selection kept in {PILOT_RUNS.relative_to(ROOT)}/", file=sys.stderr)
     print(run_tables(cfgs))
+    if a.beside_shipped:
+        print("\n" + run_tables(at_shipped_width(cfgs), ROOT / "results" / "cpu"))
     if a.grid:
         print("\n" + markdown(grid_rows(cfgs, shipped_sgd_grid() if claims == ["01"] else None)))
     if a.verdict03:
