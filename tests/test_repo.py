@@ -176,6 +176,19 @@ def test_the_width05_notes_are_what_the_pilot_prints():
     assert_notes_quote("claims_pilot.md", out)
 
 
+def test_the_adaptive_width025_notes_are_what_the_pilot_prints():
+    """bench/claims_pilot.md quotes `--claims 01 --only muon_width0.25,adam_width0.25,
+    adamw_width0.25 --beside-shipped` (01's adaptive cells at 2x the width, seed 0, the sigma_w
+    ends, and the same cells at width 0.125 from results/cpu): every run committed and done."""
+    pilot = _claims_pilot()
+    cfgs = pilot.configs(["01"], ["muon_width0.25", "adam_width0.25", "adamw_width0.25"])
+    cfgs = dict(zip(cfgs, pilot.pilot_configs(cfgs.values())))
+    out = "\n\n".join([pilot.run_tables(cfgs, pilot.PILOT_RUNS),
+                        pilot.run_tables(pilot.at_shipped_width(cfgs), ROOT / "results" / "cpu")])
+    assert "(not run)" not in out and out.count("\n\n") == 3, out
+    assert_notes_quote("claims_pilot.md", out)
+
+
 def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
     """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's L2 doses as a 3 x 3
     design: lr 0.05, 0.1 and 0.15 at each eta lambda); its three committed tables must be what it
