@@ -165,21 +165,17 @@ def plan_row(key: Key, cfg: dict) -> dict:
     claim, name = key.claim, key.name
     steps = cfg["epochs"] * math.ceil(cfg["n_train"] / cfg["batch_size"])
     ours = clocks_of(cfg["lr"], cfg["l2"], cfg["batch_size"], steps)
-    p = paper_cell(claim, name)
-    if p is None:  # an adaptive cell: the paper gives no lr, so no clock of its to quote
-        return {"candidate": f"{claim} {name}", "steps": steps,
-                "T_SGD (paper)": f"{ours['T_SGD']:.2g} (-)", "T_L2 (paper)": f"{ours['T_L2']:.2g} (-)",
-                "flow lr x steps (paper)": f"{ours['flow']:.0f} (-)",
-                "eta lambda (paper)": f"{ours['eta_lambda']:.2g} (-)", "angle vs paper": "-"}
-    paper_steps = PAPER_EPOCHS * math.ceil(40000 / p["b"])
-    theirs = clocks_of(p["lr"], p["l2"], p["b"], paper_steps)
-    angle = (cfg["lr"] / p["lr"]) / cfg["width"]  # width is relative to each family's paper width
+    p = paper_cell(claim, name)  # None: an adaptive cell; the paper gives no lr, so no clock to quote
+    theirs = clocks_of(p["lr"], p["l2"], p["b"], PAPER_EPOCHS * math.ceil(40000 / p["b"])) if p else None
+
+    def beside(clock: str, spec: str) -> str:
+        return f"{ours[clock]:{spec}} ({format(theirs[clock], spec) if theirs else '-'})"
+    # the per-step angle: width is relative to each family's paper width
+    angle = f"{(cfg['lr'] / p['lr']) / cfg['width']:.0f}x" if p else "-"
     return {"candidate": f"{claim} {name}", "steps": steps,
-            "T_SGD (paper)": f"{ours['T_SGD']:.2g} ({theirs['T_SGD']:.2g})",
-            "T_L2 (paper)": f"{ours['T_L2']:.2g} ({theirs['T_L2']:.2g})",
-            "flow lr x steps (paper)": f"{ours['flow']:.0f} ({theirs['flow']:.0f})",
-            "eta lambda (paper)": f"{ours['eta_lambda']:.2g} ({theirs['eta_lambda']:.2g})",
-            "angle vs paper": f"{angle:.0f}x"}
+            "T_SGD (paper)": beside("T_SGD", ".2g"), "T_L2 (paper)": beside("T_L2", ".2g"),
+            "flow lr x steps (paper)": beside("flow", ".0f"), "eta lambda (paper)": beside("eta_lambda", ".2g"),
+            "angle vs paper": angle}
 
 
 def result_row(key: Key, cfg: dict, store_dir: Path = STORE) -> dict:
