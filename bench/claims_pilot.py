@@ -261,6 +261,13 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
     return pd.DataFrame(rows)
 
 
+def printed_tables(cfgs: dict[Key, dict], store_dir: Path = STORE, beside_shipped: bool = False) -> str:
+    """The run tables main prints (:func:`run_tables`), and with ``beside_shipped`` those of the
+    same cells at width 0.125 from results/cpu after them: what a notes file quotes."""
+    out = run_tables(cfgs, store_dir)
+    return out + "\n\n" + run_tables(at_shipped_width(cfgs), ROOT / "results" / "cpu") if beside_shipped else out
+
+
 def at_shipped_width(cfgs: dict[Key, dict], width: float = 0.125) -> dict[Key, dict]:
     """The same cells with only the width changed to ``width`` (01's cpu width): the runs
     results/cpu ships for them, where it has them, to read beside a wider pilot."""
@@ -280,6 +287,11 @@ def pilot_configs(cs) -> list[dict]:
     """Pilot configs, bound to the data."""
     from initlib.params import Sweep
     return bound(Sweep(Path("claims_pilot"), "cpu", list(cs)))
+
+
+def keyed_pilot_configs(cfgs: dict[Key, dict]) -> dict[Key, dict]:
+    """:func:`configs`' candidates by Key, each bound to the data (the runs' identities)."""
+    return dict(zip(cfgs, pilot_configs(cfgs.values())))
 
 
 def shipped_configs(params_file: str) -> list[dict]:
@@ -503,16 +515,14 @@ def main():
     from initlib import store
     if PILOT_RUNS.is_dir():
         store.import_runs(PILOT_RUNS, STORE, warn=lambda m: print(m, file=sys.stderr))
-    cfgs = dict(zip(cfgs, pilot_configs(cfgs.values())))
+    cfgs = keyed_pilot_configs(cfgs)
     if a.train:
         from initlib.sweep import run_sweep
         run_sweep(list(cfgs.values()), STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="claims pilot")
     if STORE.is_dir():
         n = store.export_runs(STORE, list(cfgs.values()), PILOT_RUNS, warn=lambda m: print(m, file=sys.stderr))
         print(f"{n} finished pilot runs of this selection kept in {PILOT_RUNS.relative_to(ROOT)}/", file=sys.stderr)
-    print(run_tables(cfgs))
-    if a.beside_shipped:
-        print("\n" + run_tables(at_shipped_width(cfgs), ROOT / "results" / "cpu"))
+    print(printed_tables(cfgs, beside_shipped=a.beside_shipped))
     if a.grid:
         print("\n" + markdown(grid_rows(cfgs, shipped_sgd_grid() if claims == ["01"] else None)))
     if a.verdict03:

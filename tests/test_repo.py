@@ -170,8 +170,7 @@ def test_the_width05_notes_are_what_the_pilot_prints():
     seed 0, the sigma_w ends): both runs committed and done, its tables as printed from
     bench/claims_pilot_runs/."""
     pilot = _claims_pilot()
-    cfgs = pilot.configs(["01"], ["width0.5"])
-    out = pilot.run_tables(dict(zip(cfgs, pilot.pilot_configs(cfgs.values()))), pilot.PILOT_RUNS)
+    out = pilot.printed_tables(pilot.keyed_pilot_configs(pilot.configs(["01"], ["width0.5"])), pilot.PILOT_RUNS)
     assert "(not run)" not in out and out.count("\n\n") == 1, out
     assert_notes_quote("claims_pilot.md", out)
 
@@ -181,10 +180,8 @@ def test_the_adaptive_width025_notes_are_what_the_pilot_prints():
     adamw_width0.25 --beside-shipped` (01's adaptive cells at 2x the width, seed 0, the sigma_w
     ends, and the same cells at width 0.125 from results/cpu): every run committed and done."""
     pilot = _claims_pilot()
-    cfgs = pilot.configs(["01"], ["muon_width0.25", "adam_width0.25", "adamw_width0.25"])
-    cfgs = dict(zip(cfgs, pilot.pilot_configs(cfgs.values())))
-    out = "\n\n".join([pilot.run_tables(cfgs, pilot.PILOT_RUNS),
-                        pilot.run_tables(pilot.at_shipped_width(cfgs), ROOT / "results" / "cpu")])
+    cfgs = pilot.keyed_pilot_configs(pilot.configs(["01"], ["muon_width0.25", "adam_width0.25", "adamw_width0.25"]))
+    out = pilot.printed_tables(cfgs, pilot.PILOT_RUNS, beside_shipped=True)
     assert "(not run)" not in out and out.count("\n\n") == 3, out
     assert_notes_quote("claims_pilot.md", out)
 
