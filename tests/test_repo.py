@@ -207,15 +207,16 @@ def test_the_replication_pilot_changes_only_the_data_split_and_the_seed():
     from initlib.params import load_params
     from initlib.sweep import bind_to_data
     pilot = _bench_script("replication_pilot")
-    for notebook, (params, _) in pilot.CELLS.items():
-        sw = load_params(ROOT / "params" / params, "cpu")
+    for name, (notebook, seeds) in pilot.REPLICATIONS.items():
+        sw = load_params(ROOT / "params" / pilot.CELLS[notebook][0], "cpu")
         bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
         shipped = [identity(c) for c in sw.configs]
-        runs = pilot.replication_configs(notebook)
-        assert runs, notebook
+        assert not set(seeds) & {c["seed"] for c in shipped} and pilot.SPLIT_SEED != 0, name
+        runs = pilot.replication_configs(name)
+        assert runs and len(runs) % len(seeds) == 0, name
         for c in runs:
             i = identity(c)
-            assert (i["split_seed"], i["seed"]) == (pilot.SPLIT_SEED, pilot.SEED) != (0, 0)
+            assert i["split_seed"] == pilot.SPLIT_SEED and i["seed"] in seeds, i
             assert {**i, "split_seed": 0, "seed": 0} in shipped, i
 
 
@@ -224,9 +225,9 @@ def test_the_replication_notes_are_what_the_pilot_prints():
     runs (bench/replication_runs/): every run done, each table and verdict as printed."""
     pilot = _bench_script("replication_pilot")
     out = pilot.report()
-    for notebook in pilot.CELLS:
-        n = len(pilot.replication_configs(notebook))
-        assert f"## {notebook} on split_seed {pilot.SPLIT_SEED}, seed {pilot.SEED}: {n} of {n} runs done" in out, out
+    for name in pilot.REPLICATIONS:
+        n = len(pilot.replication_configs(name))
+        assert pilot.heading(name, n, n) in out, out
     assert_notes_quote("replication_pilot.md", out)
 
 
