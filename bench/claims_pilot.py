@@ -268,10 +268,21 @@ def printed_tables(cfgs: dict[Key, dict], store_dir: Path = STORE, beside_shippe
     return out + "\n\n" + run_tables(at_shipped_width(cfgs), ROOT / "results" / "cpu") if beside_shipped else out
 
 
-def at_shipped_width(cfgs: dict[Key, dict], width: float = 0.125) -> dict[Key, dict]:
-    """The same cells with only the width changed to ``width`` (01's cpu width): the runs
-    results/cpu ships for them, where it has them, to read beside a wider pilot."""
-    return {Key(k.claim, f"{k.name} at width {width:g}", k.seed, k.sigma_w): {**c, "width": width}
+def shipped_width(claim: str) -> float:
+    """The width claim ``claim``'s notebook runs at in the cpu profile (its params file)."""
+    from initlib.params import load_params
+    (params_file,) = (ROOT / "params").glob(f"{claim}_*.yaml")
+    widths = {c["width"] for c in load_params(params_file, "cpu").configs}
+    if len(widths) != 1:
+        raise ValueError(f"{params_file.name}: the cpu profile runs widths {sorted(widths)}, not one")
+    return widths.pop()
+
+
+def at_shipped_width(cfgs: dict[Key, dict]) -> dict[Key, dict]:
+    """The same cells with only the width changed to their notebook's cpu width (01's: 0.125):
+    the runs results/cpu ships for them, where it has them, to read beside a wider pilot."""
+    width = {claim: shipped_width(claim) for claim in {k.claim for k in cfgs}}
+    return {Key(k.claim, f"{k.name} at width {width[k.claim]:g}", k.seed, k.sigma_w): {**c, "width": width[k.claim]}
             for k, c in cfgs.items()}
 
 
