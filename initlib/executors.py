@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from .config import ConfigError
-from .worker import count_done, progress_bar, work_through
+from .worker import epoch_bar, progress_bar, show_progress, work_through
 
 
 class Stopped(KeyboardInterrupt):
@@ -70,7 +70,7 @@ def run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progres
     if runs_per_gpu and not gpus:
         print(f"no GPU visible: --runs-per-gpu ignored, {max(1, workers)} CPU worker(s)", file=sys.stderr)
     slots = [g for g in gpus for _ in range(runs_per_gpu)] if gpus else [None] * max(1, workers)
-    bar = progress_bar(len(missing), desc) if progress else None
+    bar = epoch_bar(missing, store_dir, desc) if progress else None
     try:
         if len(slots) > 1:
             run_workers(missing, store_dir, data_dir, slots, bar=bar, fuse=fuse)
@@ -80,9 +80,9 @@ def run_local(missing, store_dir, data_dir, workers, runs_per_gpu, desc, progres
             if bar is None:
                 return print(msg, flush=True)
             bar.write(msg)
-            bar.n = count_done(missing, store_dir)
-            bar.refresh()
-        work_through(missing, store_dir, data_dir, log=log_and_tick, fuse=fuse)
+            show_progress(bar, missing, store_dir)
+        work_through(missing, store_dir, data_dir, log=log_and_tick, fuse=fuse,
+                     on_epoch=None if bar is None else lambda *_: show_progress(bar, missing, store_dir))
     finally:
         if bar is not None:
             bar.close()
@@ -116,8 +116,7 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
         while any(p.poll() is None for p in procs):
             time.sleep(poll_s)
             if bar is not None:
-                bar.n = count_done(configs, store_dir)
-                bar.refresh()
+                show_progress(bar, configs, store_dir)
     except BaseException:
         for p in procs:
             if p.poll() is None:
@@ -130,8 +129,7 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
                 p.wait()
         raise
     if bar is not None:
-        bar.n = count_done(configs, store_dir)
-        bar.refresh()
+        show_progress(bar, configs, store_dir)
     return [p.returncode for p in procs]
 
 
@@ -164,7 +162,7 @@ def run_submitit(missing, store_dir, data_dir, executor_kind, slurm, runs_per_ta
                         [runs_per_gpu] * len(chunks), [fuse] * len(chunks))
     print(f"submitted {len(jobs)} {executor_kind} tasks for {len(missing)} runs; "
           f"logs in {folder.parent}", file=sys.stderr)
-    bar = progress_bar(len(jobs), desc + " (tasks)") if progress else None
+    bar = progress_bar(len(jobs), desc, unit="task") if progress else None
     try:
         for job in jobs:
             try:

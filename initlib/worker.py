@@ -38,9 +38,9 @@ def _claim(rdir: Path, log) -> str:
     return "claimed"
 
 
-def run_one(cfg: dict, store_dir: Path, data_dir=None, log=print) -> str:
+def run_one(cfg: dict, store_dir: Path, data_dir=None, log=print, on_epoch=None) -> str:
     """Train ``cfg`` unless it is done or claimed: 'cached', 'trained' or 'busy'. A damaged
-    finished run is named and trained again from scratch."""
+    finished run is named and trained again from scratch. ``on_epoch``: as initlib.train.train's."""
     rdir = store.run_dir(store_dir, cfg)
     state = _claim(rdir, log)
     if state != "claimed":
@@ -48,7 +48,7 @@ def run_one(cfg: dict, store_dir: Path, data_dir=None, log=print) -> str:
     try:
         from .train import train
         try:
-            train(cfg, data_dir=data_dir, run_dir=rdir)
+            train(cfg, data_dir=data_dir, run_dir=rdir, on_epoch=on_epoch)
         except Exception:
             (rdir / store.ERROR).write_text(traceback.format_exc())
             raise
@@ -74,9 +74,10 @@ def _print_now(msg: str) -> None:
     print(msg, flush=True)  # a worker's stdout is a pipe or a log file: do not hold lines back
 
 
-def run_group(cfgs: list[dict], store_dir: Path, data_dir=None, log=print) -> dict[str, str]:
+def run_group(cfgs: list[dict], store_dir: Path, data_dir=None, log=print, on_epoch=None) -> dict[str, str]:
     """Train the runs of ``cfgs`` (fusable: initlib.fused.group_key) that are neither done nor
-    claimed, as one fused model: per hash 'cached', 'trained' or 'busy'."""
+    claimed, as one fused model: per hash 'cached', 'trained' or 'busy'. ``on_epoch``: as
+    initlib.train.train_group's."""
     from .train import train_group
     out, locked = {}, []
     try:
@@ -89,7 +90,7 @@ def run_group(cfgs: list[dict], store_dir: Path, data_dir=None, log=print) -> di
         if locked:
             dirs = [store.run_dir(store_dir, c) for c in locked]
             try:
-                train_group(locked, data_dir=data_dir, run_dirs=dirs)
+                train_group(locked, data_dir=data_dir, run_dirs=dirs, on_epoch=on_epoch)
             except Exception:
                 for d in dirs:
                     (d / store.ERROR).write_text(traceback.format_exc())
@@ -102,18 +103,19 @@ def run_group(cfgs: list[dict], store_dir: Path, data_dir=None, log=print) -> di
 
 
 def work_through(configs, store_dir: Path, data_dir=None, poll_s: float = 2.0, log=_print_now,
-                 fuse: int = 1) -> list[str]:
+                 fuse: int = 1, on_epoch=None) -> list[str]:
     """Train every config not yet done, waiting on runs claimed by live workers, until all are
     done. With ``fuse`` > 1, runs that can be fused train in groups of up to ``fuse``
     (initlib.train.train_group; grouped by what they share and by their checkpoint's epoch). Returns
-    the hashes of runs that raised (their traceback is in error.txt)."""
+    the hashes of runs that raised (their traceback is in error.txt). ``on_epoch`` is called
+    after each epoch of each run this process trains (as initlib.train.train_group's)."""
     try:
-        return _work_through(configs, store_dir, data_dir, poll_s, log, fuse)
+        return _work_through(configs, store_dir, data_dir, poll_s, log, fuse, on_epoch)
     finally:  # a stop between two statements of a claim must not leave a lock behind
         store.release_all_locks()
 
 
-def _work_through(configs, store_dir, data_dir, poll_s, log, fuse) -> list[str]:
+def _work_through(configs, store_dir, data_dir, poll_s, log, fuse, on_epoch) -> list[str]:
     from .fused import plan_groups
     from .train import checkpoint_epoch
     pending, failed = list(configs), []
@@ -126,9 +128,9 @@ def _work_through(configs, store_dir, data_dir, poll_s, log, fuse) -> list[str]:
         for unit in units:
             try:
                 if len(unit) == 1:
-                    results = {run_hash(unit[0]): run_one(unit[0], store_dir, data_dir, log=log)}
+                    results = {run_hash(unit[0]): run_one(unit[0], store_dir, data_dir, log, on_epoch)}
                 else:
-                    results = run_group(unit, store_dir, data_dir, log=log)
+                    results = run_group(unit, store_dir, data_dir, log, on_epoch)
             except Exception:  # noqa: BLE001 - log, record, go on with the rest
                 hashes = [run_hash(c) for c in unit]
                 log(f"{', '.join(hashes)} FAILED:\n{traceback.format_exc()}")
@@ -153,7 +155,50 @@ def count_done(configs, store_dir) -> int:
     return sum(store.is_done(store.run_dir(store_dir, c)) for c in configs)
 
 
-def progress_bar(total, desc, initial=0):
-    return tqdm(total=total, initial=initial, desc=desc, unit="run", dynamic_ncols=True, file=sys.stderr)
+def epochs_recorded(rdir: Path) -> int:
+    """The epochs a run's metrics record after its epoch 0 (each epoch rewrites the file
+    whole, so a reader sees the rows of some finished epoch): 0 before the first ends."""
+    try:
+        with open(rdir / store.METRICS, "rb") as f:
+            return max(0, sum(1 for _ in f) - 2)  # a header and epoch 0
+    except FileNotFoundError:
+        return 0
+
+
+def sweep_progress(configs, store_dir) -> tuple[int, int]:
+    """(runs done, epochs trained) of ``configs`` in the store; a done run counts all its
+    epochs (a diverged one stopped early but has nothing left to train)."""
+    done = epochs = 0
+    for c in configs:
+        rdir = store.run_dir(store_dir, c)
+        if store.is_done(rdir):
+            done, epochs = done + 1, epochs + c["epochs"]
+        else:
+            epochs += min(c["epochs"], epochs_recorded(rdir))
+    return done, epochs
+
+
+def progress_bar(total, desc, unit="run"):
+    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, file=sys.stderr)
+
+
+def epoch_bar(configs, store_dir, desc):
+    """A bar over the epochs of ``configs`` (a run of a cpu sweep takes tens of minutes: a
+    bar over runs would stand still that long), the runs done beside it; what a resumed
+    sweep trained before counts from the start, so the rate and the time left are this
+    process's."""
+    bar = progress_bar(sum(c["epochs"] for c in configs), desc, unit="epoch")
+    show_progress(bar, configs, store_dir, initial=True)
+    return bar
+
+
+def show_progress(bar, configs, store_dir, initial=False) -> None:
+    """Move ``bar`` (from :func:`epoch_bar`) to what the store holds now."""
+    done, epochs = sweep_progress(configs, store_dir)
+    if initial:
+        bar.initial = bar.last_print_n = epochs
+    bar.n = epochs
+    bar.set_postfix_str(f"{done}/{len(configs)} runs", refresh=False)
+    bar.refresh()
 
 

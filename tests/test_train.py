@@ -154,3 +154,25 @@ def test_a_compiled_model_keeps_the_eager_models_state_and_layer_names(monkeypat
             return self._orig_mod(x)
     monkeypatch.setattr(torch, "compile", lambda model, **kw: Wrapped(model))
     same_metrics(train(tiny(epochs=2, compile=True))[0], train(tiny(epochs=2))[0])
+
+
+def test_a_sweep_shows_progress_in_epochs_of_runs_in_progress(tmp_path):
+    """The sweep's bar counts epochs, a run in progress included (a cpu run takes tens of
+    minutes), and the in-process worker reports each epoch it trains."""
+    from initlib.worker import sweep_progress, work_through
+    done, stopped, untouched = tiny(epochs=2), tiny(epochs=4, seed=1), tiny(epochs=3, seed=2)
+    assert run_one(done, tmp_path) == "trained"
+    rdir = store.run_dir(tmp_path, stopped)
+    rdir.mkdir()
+
+    def stop_after_2(epoch, row):
+        if epoch == 2:
+            raise Killed
+
+    with pytest.raises(Killed):
+        train(stopped, run_dir=rdir, on_epoch=stop_after_2)
+    assert sweep_progress([done, stopped, untouched], tmp_path) == (1, 2 + 2 + 0)
+    seen = []
+    assert work_through([stopped], tmp_path, on_epoch=lambda epoch, row: seen.append(epoch)) == []
+    assert seen == [3, 4]
+    assert sweep_progress([done, stopped, untouched], tmp_path) == (2, 2 + 4 + 0)
