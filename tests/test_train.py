@@ -12,6 +12,14 @@ class Killed(Exception):
     pass
 
 
+def killed_after(stop: int):
+    """An on_epoch callback that raises Killed once epoch ``stop`` is recorded (a kill there)."""
+    def on_epoch(epoch, row):
+        if epoch == stop:
+            raise Killed
+    return on_epoch
+
+
 def test_same_config_and_seed_same_metrics():
     e1, s1 = train(tiny(augment=True))
     e2, s2 = train(tiny(augment=True))
@@ -41,13 +49,8 @@ def test_resume_after_kill_gives_identical_metrics(tmp_path):
     ref, ref_summary = train(cfg)
     rdir = tmp_path / "run"
     rdir.mkdir()
-
-    def kill_after_2(epoch, row):
-        if epoch == 2:
-            raise Killed
-
     with pytest.raises(Killed):
-        train(cfg, run_dir=rdir, on_epoch=kill_after_2)
+        train(cfg, run_dir=rdir, on_epoch=killed_after(2))
     assert (rdir / store.CHECKPOINT).exists() and not (rdir / store.SUMMARY).exists()
     assert len(store.read_epochs(rdir)) == 3  # epochs 0, 1, 2 kept
     resumed, summary = train(cfg, run_dir=rdir)
@@ -164,13 +167,8 @@ def test_a_sweep_shows_progress_in_epochs_of_runs_in_progress(tmp_path):
     assert run_one(done, tmp_path) == "trained"
     rdir = store.run_dir(tmp_path, stopped)
     rdir.mkdir()
-
-    def stop_after_2(epoch, row):
-        if epoch == 2:
-            raise Killed
-
     with pytest.raises(Killed):
-        train(stopped, run_dir=rdir, on_epoch=stop_after_2)
+        train(stopped, run_dir=rdir, on_epoch=killed_after(2))
     assert sweep_progress([done, stopped, untouched], tmp_path) == (1, 2 + 2 + 0)
     seen = []
     assert work_through([stopped], tmp_path, on_epoch=lambda epoch, row: seen.append(epoch)) == []
