@@ -178,25 +178,23 @@ def sweep_progress(configs, store_dir) -> tuple[int, int]:
     return done, epochs
 
 
-def progress_bar(total, desc, unit="run"):
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, file=sys.stderr)
+def progress_bar(total, desc, unit="run", initial=0):
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, dynamic_ncols=True, file=sys.stderr)
 
 
 def epoch_bar(configs, store_dir, desc):
     """A bar over the epochs of ``configs`` (a run of a cpu sweep takes tens of minutes: a
-    bar over runs would stand still that long), the runs done beside it; what a resumed
-    sweep trained before counts from the start, so the rate and the time left are this
-    process's."""
-    bar = progress_bar(sum(c["epochs"] for c in configs), desc, unit="epoch")
-    show_progress(bar, configs, store_dir, initial=True)
+    bar over runs would stand still that long), the runs done beside it. What a resumed
+    sweep trained before is its start, so the rate and the time left are this process's."""
+    bar = progress_bar(sum(c["epochs"] for c in configs), desc, unit="epoch",
+                       initial=sweep_progress(configs, store_dir)[1])
+    show_progress(bar, configs, store_dir)
     return bar
 
 
-def show_progress(bar, configs, store_dir, initial=False) -> None:
+def show_progress(bar, configs, store_dir) -> None:
     """Move ``bar`` (from :func:`epoch_bar`) to what the store holds now."""
     done, epochs = sweep_progress(configs, store_dir)
-    if initial:
-        bar.initial = bar.last_print_n = epochs
     bar.n = epochs
     bar.set_postfix_str(f"{done}/{len(configs)} runs", refresh=False)
     bar.refresh()
