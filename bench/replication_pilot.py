@@ -30,8 +30,10 @@ chosen by its outcome.
   the shipped grid's floor (3 seeds) includes, and the rule's second condition (the L2 cell's
   spread within that floor) was the one that failed (1.6 pp against 1.3). Three seeds give the
   floor the shipped design's seed component, so the rule is read on the design it was written
-  for (at two sigma_w, not four); its verdict is reported whichever way it comes out. Finished runs are kept in bench/replication_runs/ (config, per-epoch
-metrics, summary; no checkpoints), so the tables rebuild without training:
+  for (at two sigma_w, not four); its verdict is reported whichever way it comes out.
+
+Finished runs are kept in bench/replication_runs/ (config, per-epoch metrics, summary; no
+checkpoints), so the tables rebuild without training:
 
     python bench/replication_pilot.py --train     # train what is missing (2 workers), then read
     python bench/replication_pilot.py             # read the finished runs
