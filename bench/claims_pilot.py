@@ -263,7 +263,7 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
 
 def printed_tables(cfgs: dict[Key, dict], store_dir: Path = STORE, beside_shipped: bool = False) -> str:
     """The run tables main prints (:func:`run_tables`), and with ``beside_shipped`` those of the
-    same cells at width 0.125 from results/cpu after them: what a notes file quotes."""
+    same cells at their notebook's cpu width from results/cpu after them: what a notes file quotes."""
     out = run_tables(cfgs, store_dir)
     return out + "\n\n" + run_tables(at_shipped_width(cfgs), ROOT / "results" / "cpu") if beside_shipped else out
 

@@ -186,15 +186,16 @@ def epoch_bar(configs, store_dir, desc):
     """A bar over the epochs of ``configs`` (a run of a cpu sweep takes tens of minutes: a
     bar over runs would stand still that long), the runs done beside it. What a resumed
     sweep trained before is its start, so the rate and the time left are this process's."""
-    bar = progress_bar(sum(c["epochs"] for c in configs), desc, unit="epoch",
-                       initial=sweep_progress(configs, store_dir)[1])
-    show_progress(bar, configs, store_dir)
+    done, epochs = sweep_progress(configs, store_dir)
+    bar = progress_bar(sum(c["epochs"] for c in configs), desc, unit="epoch", initial=epochs)
+    show_progress(bar, configs, store_dir, (done, epochs))
     return bar
 
 
-def show_progress(bar, configs, store_dir) -> None:
-    """Move ``bar`` (from :func:`epoch_bar`) to what the store holds now."""
-    done, epochs = sweep_progress(configs, store_dir)
+def show_progress(bar, configs, store_dir, progress: tuple[int, int] | None = None) -> None:
+    """Move ``bar`` (from :func:`epoch_bar`) to what the store holds now (``progress``: the
+    (runs done, epochs) :func:`sweep_progress` returned for it, where the caller has them)."""
+    done, epochs = progress or sweep_progress(configs, store_dir)
     bar.n = epochs
     bar.set_postfix_str(f"{done}/{len(configs)} runs", refresh=False)
     bar.refresh()
