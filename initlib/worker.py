@@ -178,7 +178,8 @@ def sweep_progress(configs, store_dir) -> tuple[int, int]:
     return done, epochs
 
 
-def progress_bar(total, desc, unit="run", initial=0):
+def progress_bar(total, desc, unit, initial=0):
+    """A tqdm bar on stderr counting ``total`` of ``unit`` (epochs of a sweep, tasks of an executor)."""
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, dynamic_ncols=True, file=sys.stderr)
 
 
