@@ -231,6 +231,19 @@ def test_the_replication_notes_are_what_the_pilot_prints():
     assert_notes_quote("replication_pilot.md", out)
 
 
+def test_the_t_adapt_notes_are_what_notebook_06_reports():
+    """bench/claims_pilot.md's session-40 table (06's T_adapt family: Muon at three lr) quotes
+    the T_adapt rows of notebook 06's committed cpu report, every one of them and nothing else."""
+    from initlib.notebook import checked_outputs, read_notebook
+    table = checked_outputs(read_notebook(ROOT / "reports" / "cpu" / "06_clocks.ipynb"))[0]
+    reported = [line for line in table.splitlines() if line.split()[1:2] == ["T_adapt"]]
+    notes = (ROOT / "bench" / "claims_pilot.md").read_text().split("## Session 40", 1)[1]
+    block = notes.split("```", 2)[1].strip("\n").splitlines()
+    quoted = [line for line in block if line.split()[1:2] == ["T_adapt"]]
+    assert len(reported) >= 5 and quoted == reported, (quoted, reported)
+    assert block[0] == table.splitlines()[0]  # the report's header
+
+
 def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
     """`python -m initlib verdicts A B` (what `make replica` ends with): one row per finding,
     each folder's verdict word and numbers; a verdict that differs shows both words, a finding
