@@ -920,7 +920,10 @@ def verdict_clocks(points: pd.DataFrame) -> tuple[Verdict, pd.DataFrame]:
     all interpolate (train acc >= 99.5%: the claims compare networks that fit their training
     set; a spread of predictors that do not, or of weights caught mid-swing, measures the
     training, not the memory) count. A group is decided with >= 5 of them from >= 3 pipelines
-    (2 pipelines give a bootstrap 3 distinct resamples). Holds if in every decided group the
+    (2 pipelines give a bootstrap 3 distinct resamples; with 3, 3 of its 27 resamples repeat one
+    pipeline, along which clock and epochs rank alike, so the difference's interval contains 0
+    whatever the data: only a group of >= 4 pipelines can show the clock ordering the spread
+    better, or worse, than epochs). Holds if in every decided group the
     spread falls as the clock grows (rho's interval below 0) and in at least one the clock
     orders it better than epochs (the difference's interval below 0). Does not hold if in a decided group the spread rises with
     the clock (interval above 0) or epochs order it better than the clock (difference above 0).

@@ -114,3 +114,22 @@ def test_cluster_bootstrap_draws_whole_clusters():
     x, z, y = [1, 2, 3, 4, 5, 6], [3, 1, 2, 6, 4, 5], [6, 5, 4, 3, 2, 1]
     d, d_lo, d_hi = stats.rho_difference_interval(x, z, y, clusters=[0, 1, 2, 3, 4, 5])
     assert d == pytest.approx(-1.0 - stats._spearman(z, y)) and d_lo <= d <= d_hi
+
+
+def test_clock_minus_epochs_needs_four_pipelines_to_exclude_zero():
+    """Pipelines at lr 1, 2, 4 (, 8), each seen at horizons of 1-4 epochs, clock = lr x epochs,
+    and a spread that falls exactly with the clock: the clock orders it perfectly, epochs do
+    not. Still, along one pipeline clock and epochs rank alike, so a resample that repeats one
+    pipeline has rho(clock) - rho(epochs) = 0: with 3 pipelines 3 of the 27 resamples (11% >
+    2.5%), so the 95% interval ends at 0 whatever the data; with 4, 4 of 256 (1.6%), so it can
+    lie below 0 (analysis.verdict_clocks: only a group of 4 or more pipelines can show it)."""
+    def family(n_pipelines):
+        lr = np.repeat(2.0 ** np.arange(n_pipelines), 4)
+        epochs = np.tile(np.arange(1.0, 5.0), n_pipelines)
+        clock = lr * epochs
+        return clock, epochs, -np.log(clock), np.repeat(np.arange(n_pipelines), 4)
+
+    d3, lo3, hi3 = stats.rho_difference_interval(*family(3))
+    assert d3 < 0 and hi3 == 0.0
+    d4, lo4, hi4 = stats.rho_difference_interval(*family(4))
+    assert d4 < 0 and hi4 < 0
