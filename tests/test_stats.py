@@ -121,7 +121,7 @@ def test_clock_minus_epochs_needs_four_pipelines_to_exclude_zero():
     and a spread that falls exactly with the clock: the clock orders it perfectly, epochs do
     not. Still, along one pipeline clock and epochs rank alike, so a resample that repeats one
     pipeline has rho(clock) - rho(epochs) = 0: with 3 pipelines 3 of the 27 resamples (11% >
-    2.5%), so the 95% interval ends at 0 whatever the data; with 4, 4 of 256 (1.6%), so it can
+    2.5%), so the 95% interval contains 0 whatever the data; with 4, 4 of 256 (1.6%), so it can
     lie below 0 (analysis.verdict_clocks: only a group of 4 or more pipelines can show it)."""
     def family(n_pipelines):
         lr = np.repeat(2.0 ** np.arange(n_pipelines), 4)
