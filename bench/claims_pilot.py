@@ -467,6 +467,30 @@ def same_clock_03(store_dir: Path | None = None) -> str:
     return "\n\n".join(markdown(pd.DataFrame(t)) for t in (rows, diffs, trends))
 
 
+def batch_sizes_04(store_dir: Path | None = None) -> str:
+    """04's shipped grid, one row per b (the table of the notes' "Session 39"): T_SGD at the
+    horizon beside the paper's (eta 1e-3, 300 epochs of 40,000 images at that b), the selected and
+    end-of-training spreads with their 95% intervals and floors (analysis.spread_table, as notebook
+    04 reads them), and how many of each measure's predictors interpolate (the lowest train acc.)."""
+    from initlib import analysis, store
+    from initlib.clocks import cumulative_clocks
+    s = store.load_summaries(store_dir or ROOT / "results" / "cpu", shipped_configs("04_batch_size.yaml"))
+    sel = analysis.spread_table(analysis.at_selected(s), ["batch_size"])
+    end = analysis.spread_table(analysis.at_end_of_training(s), ["batch_size"])
+    rows = []
+    for (_, a), (_, e) in zip(sel.iterrows(), end.iterrows()):
+        b, n = int(a["batch_size"]), int(a["runs"])
+        paper = cumulative_clocks([1e-3] * (300 * -(-40000 // b)), b, 0.0, -(-40000 // b))["T_SGD"][-1]
+        share = lambda t: f"{round(t['interpolated'] * n / 100)}/{n} ({t['min_max_train_acc']:.1f}%)"  # noqa: E731
+        rows.append({"b": b, "T_SGD (paper's)": f"{a['T_SGD']:.2g} ({paper:.2g})",
+                     "selected spread, pp [95%]": f"{a['spread_pp']:.1f} [{a['ci_lo_pp']:.1f}, {a['ci_hi_pp']:.1f}]",
+                     "floor q95": f"{a['floor_hi_pp']:.1f}",
+                     "selected predictors that interpolate (lowest)": share(a),
+                     "end spread, pp [95%]": f"{e['spread_pp']:.1f} [{e['ci_lo_pp']:.1f}, {e['ci_hi_pp']:.1f}]",
+                     "end predictors that interpolate (lowest)": share(e)})
+    return markdown(pd.DataFrame(rows))
+
+
 def markdown(df: pd.DataFrame) -> str:
     return "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n" + "\n".join(
         "| " + " | ".join(str(v) for v in r) + " |" for r in df.fillna("").itertuples(index=False))
@@ -508,7 +532,12 @@ def main():
                     help="03's L2 doses as a 3 x 3 design: per eta lambda, the spreads at lr 0.05, 0.1 and 0.15, the "
                          "difference of the end lr and the slope against log10 lr; per lr, the slope of the spread "
                          "against log10 T_L2")
+    ap.add_argument("--batch-sizes04", action="store_true",
+                    help="04's shipped grid, one row per b: T_SGD beside the paper's, both measures' spreads")
     a = ap.parse_args()
+    if a.batch_sizes04:
+        print(batch_sizes_04())
+        return
     if a.same_clock03:
         print(same_clock_03())
         return

@@ -231,6 +231,16 @@ def test_the_replication_notes_are_what_the_pilot_prints():
     assert_notes_quote("replication_pilot.md", out)
 
 
+def test_the_batch_size_notes_are_what_the_pilot_prints():
+    """bench/claims_pilot.md's session-39 table (04's five b, both measures) is what
+    `claims_pilot.py --batch-sizes04` prints from results/cpu, one row per b of 04's grid."""
+    from initlib.params import load_params
+    out = _claims_pilot().batch_sizes_04()
+    grid = load_params(ROOT / "params" / "04_batch_size.yaml", "cpu").spec["profiles"]["cpu"]["grid"]["batch_size"]
+    assert [line.split(" | ")[0] for line in out.splitlines()[2:]] == [f"| {b}" for b in sorted(grid)], out
+    assert_notes_quote("claims_pilot.md", out)
+
+
 def test_the_t_adapt_notes_are_what_notebook_06_reports():
     """bench/claims_pilot.md's session-40 table (06's T_adapt family: Muon at three lr) quotes
     the T_adapt rows of notebook 06's committed cpu report, every one of them and nothing else."""
