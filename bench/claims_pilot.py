@@ -473,15 +473,16 @@ def batch_sizes_04(store_dir: Path | None = None) -> str:
     end-of-training spreads with their 95% intervals and floors (analysis.spread_table, as notebook
     04 reads them), and how many of each measure's predictors interpolate (the lowest train acc.)."""
     from initlib import analysis, store
-    from initlib.clocks import cumulative_clocks
     s = store.load_summaries(store_dir or ROOT / "results" / "cpu", shipped_configs("04_batch_size.yaml"))
     sel = analysis.spread_table(analysis.at_selected(s), ["batch_size"])
     end = analysis.spread_table(analysis.at_end_of_training(s), ["batch_size"])
+
+    def share(t) -> str:  # how many of a row's predictors interpolate (the lowest train acc.)
+        return f"{round(t['interpolated'] * t['runs'] / 100)}/{t['runs']} ({t['min_max_train_acc']:.1f}%)"
     rows = []
     for (_, a), (_, e) in zip(sel.iterrows(), end.iterrows()):
-        b, n = int(a["batch_size"]), int(a["runs"])
-        paper = cumulative_clocks([1e-3] * (300 * -(-40000 // b)), b, 0.0, -(-40000 // b))["T_SGD"][-1]
-        share = lambda t: f"{round(t['interpolated'] * n / 100)}/{n} ({t['min_max_train_acc']:.1f}%)"  # noqa: E731
+        b = int(a["batch_size"])
+        paper = clocks_of(1e-3, 0.0, b, PAPER_EPOCHS * math.ceil(40000 / b))["T_SGD"]
         rows.append({"b": b, "T_SGD (paper's)": f"{a['T_SGD']:.2g} ({paper:.2g})",
                      "selected spread, pp [95%]": f"{a['spread_pp']:.1f} [{a['ci_lo_pp']:.1f}, {a['ci_hi_pp']:.1f}]",
                      "floor q95": f"{a['floor_hi_pp']:.1f}",

@@ -236,8 +236,8 @@ def test_the_batch_size_notes_are_what_the_pilot_prints():
     `claims_pilot.py --batch-sizes04` prints from results/cpu, one row per b of 04's grid."""
     from initlib.params import load_params
     out = _claims_pilot().batch_sizes_04()
-    grid = load_params(ROOT / "params" / "04_batch_size.yaml", "cpu").spec["profiles"]["cpu"]["grid"]["batch_size"]
-    assert [line.split(" | ")[0] for line in out.splitlines()[2:]] == [f"| {b}" for b in sorted(grid)], out
+    grid = sorted({c["batch_size"] for c in load_params(ROOT / "params" / "04_batch_size.yaml", "cpu").configs})
+    assert [line.split(" | ")[0] for line in out.splitlines()[2:]] == [f"| {b}" for b in grid], out
     assert_notes_quote("claims_pilot.md", out)
 
 
