@@ -70,7 +70,7 @@ def run_pilot(name: str, overrides: dict, data_dir) -> None:
         t0 = time.perf_counter()
         running = torch.full((1,), math.nan)
         if epoch:
-            running = train_epoch(grp, epoch) / len(data.train)
+            running = train_epoch(grp, epoch)
         t1 = time.perf_counter()
         rec = record_epoch(grp, epoch, running)[0]
         t2 = time.perf_counter()

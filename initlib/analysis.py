@@ -794,7 +794,7 @@ def clock_points(summaries: pd.DataFrame, group_keys: list[str], measure: str = 
     return t.merge(epoch.reset_index(), on=group_keys, how="left")
 
 
-CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train"]
+CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train", "last_batch"]
 PIPELINE_KEYS = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]  # one pipeline: its horizons share runs
 
 

@@ -17,6 +17,15 @@ import numpy as np
 CLOCKS = ("T_SGD", "T_L2", "T_adapt")
 
 
+def steps_per_epoch(n_train: int, batch_size: int, last_batch: str = "keep") -> int:
+    """Optimizer steps in one pass over n_train images at batch size b: ceil(n / b) when the
+    last, smaller batch is kept (the paper's 40,000 at b = 128: 313), floor(n / b) when it is
+    dropped. Every step counts in the clocks, the smaller last one as a whole step."""
+    if last_batch not in ("keep", "drop"):
+        raise ValueError(f"last_batch must be 'keep' or 'drop', got {last_batch!r}")
+    return -(-n_train // batch_size) if last_batch == "keep" else n_train // batch_size
+
+
 def cumulative_clocks(lrs, batch_size: int, l2: float, steps_per_epoch: int) -> dict[str, np.ndarray]:
     """Each clock at the end of every epoch (arrays of length len(lrs) // steps_per_epoch),
     from the per-step learning rates ``lrs``: T_SGD = (1/b) sum eta_k^2, T_L2 = lambda sum

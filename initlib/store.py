@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .config import identity, run_hash
+from .config import LEGACY_IDENTITY_VALUES, identity, run_hash
 from .data import PROJECT_ROOT
 from .metrics import summarize
 
@@ -424,13 +424,20 @@ def run_state(rdir: Path) -> str:
 
 
 # ---------------------------------------------------------------- loading many runs
+def identity_columns(cfg) -> dict:
+    """A run's identity as table columns: every key, those the identity leaves out at their
+    legacy value (``LEGACY_IDENTITY_VALUES``) filled in, so that runs which differ in them are
+    never grouped together."""
+    return {**LEGACY_IDENTITY_VALUES, **identity(cfg)}
+
+
 def load_summaries(store_dir, configs) -> pd.DataFrame:
     """One row per config that is done and intact: its identity keys, hash and summary."""
     rows = []
     for cfg in configs:
         rdir = run_dir(store_dir, cfg)
         if is_done(rdir):
-            rows.append({**identity(cfg), "hash": rdir.name, **read_summary(rdir)})
+            rows.append({**identity_columns(cfg), "hash": rdir.name, **read_summary(rdir)})
     return pd.DataFrame(rows)
 
 
@@ -441,7 +448,7 @@ def load_epochs(store_dir, configs) -> pd.DataFrame:
         rdir = run_dir(store_dir, cfg)
         if is_done(rdir):
             e = read_epochs(rdir)
-            for k, v in identity(cfg).items():
+            for k, v in identity_columns(cfg).items():
                 e[k] = [v] * len(e) if isinstance(v, list) else v
             e["hash"] = rdir.name
             frames.append(e)

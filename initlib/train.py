@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 from . import store
 from .bn_stats import PRECISE_BN_BATCH, precise_bn_index, recompute_bn_stats_
-from .clocks import cumulative_clocks
+from .clocks import cumulative_clocks, steps_per_epoch
 from .config import ConfigError, aux_lr, decoupled_decay, resolve
 from .data import DataError, augment_params, epoch_order, fingerprint, load_cifar10, random_crop_flip, resolve_data_dir
 from .fused import (fuse, fused_input, fused_loss, fused_state_from, group_key, param_roles,
@@ -148,7 +148,7 @@ def assemble_group(cfgs: list[dict], data, device: torch.device) -> Group:
                         [c["lr"] for c in cfgs], [decoupled_decay(c) for c in cfgs],
                         [aux_lr(c) for c in cfgs], momentum=c0["momentum"],
                         muon_momentum=c0["muon_momentum"], betas=(c0["beta1"], c0["beta2"]), eps=c0["eps"])
-    spe = math.ceil(len(data.train) / c0["batch_size"])
+    spe = steps_per_epoch(len(data.train), c0["batch_size"], c0["last_batch"])
     factors = lr_factors(c0["schedule"], spe * c0["epochs"], round(c0["warmup_epochs"] * spe),
                          c0["step_milestones"], c0["step_gamma"])
     clocks = [cumulative_clocks(c["lr"] * factors, c0["batch_size"], c["l2"], spe) for c in cfgs]
@@ -174,8 +174,9 @@ def _maybe_compile(model, enabled: bool, device, runs: int):
 # ---------------------------------------------------------------- one epoch
 def train_epoch(grp: Group, epoch: int) -> torch.Tensor:
     """One pass over the training split for every run, each in its own order (and its own
-    augmentation); returns the per-run summed minibatch losses (G,) as a device tensor (no host
-    sync). Every term of the update is here: the per-run minibatch losses, the gradient of their
+    augmentation), in ``grp.steps_per_epoch`` steps (with ``last_batch: drop`` the n mod b
+    images last in the order sit this epoch out); returns the per-run mean minibatch loss per
+    image trained on (G,) as a device tensor (no host sync). Every term of the update is here: the per-run minibatch losses, the gradient of their
     sum (each run's is its own), explicit L2 (lambda * w, coupled, per run), the step."""
     data, b = grp.data, grp.cfgs[0]["batch_size"]
     n, opt = len(data.train), grp.opt
@@ -184,6 +185,7 @@ def train_epoch(grp: Group, epoch: int) -> torch.Tensor:
     orders = [epoch_order(n, c["seed"], epoch, grp.device) for c in grp.cfgs]
     aug = [augment_params(n, c["seed"], epoch, grp.device) if c["augment"] else None for c in grp.cfgs]
     loss_sum = torch.zeros(grp.runs, device=grp.device, dtype=grp.dtype)
+    seen = 0
     for s, factor in enumerate(grp.factors[(epoch - 1) * grp.steps_per_epoch:epoch * grp.steps_per_epoch]):
         xs, ys = [], []
         for order, a in zip(orders, aug):
@@ -200,7 +202,8 @@ def train_epoch(grp: Group, epoch: int) -> torch.Tensor:
         add_l2_(params, grp.l2s)
         opt.step()
         loss_sum += per_run.detach() * len(ys[0])
-    return loss_sum
+        seen += len(ys[0])
+    return loss_sum / seen
 
 
 @torch.no_grad()
@@ -376,7 +379,7 @@ def train_group(cfgs: list[dict], *, data_dir=None, run_dirs: list[Path] | None 
         if not live:
             break
         t0 = time.perf_counter()
-        rows = record_epoch(grp, epoch, train_epoch(grp, epoch) / len(grp.data.train))
+        rows = record_epoch(grp, epoch, train_epoch(grp, epoch))
         wall = time.perf_counter() - t0  # the group's epoch, shared equally by its live runs
         fused_state = grp.model.state_dict()
         for r in live:

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from initlib.clocks import cumulative_clocks
+from initlib.clocks import cumulative_clocks, steps_per_epoch
 
 
 def forgetting_clocks(lrs, batch_size, l2):
@@ -25,10 +25,18 @@ def test_forgetting_clocks_hand_computed():
 def test_clocks_reproduce_the_papers_T_SGD():
     """eta = 1e-3 constant, b = 128, 40k examples = 313 steps/epoch: 7.3e-4 at 300 epochs and
     1.2e-2 at 5,000 (../shared/PAPER.md)."""
-    steps = math.ceil(40000 / 128)
+    steps = steps_per_epoch(40000, 128)
     assert steps == 313
     assert forgetting_clocks(np.full(steps * 300, 1e-3), 128, 0.0)["T_SGD"] == pytest.approx(7.3e-4, rel=0.01)
     assert forgetting_clocks(np.full(steps * 5000, 1e-3), 128, 0.0)["T_SGD"] == pytest.approx(1.2e-2, rel=0.02)
+
+
+def test_steps_per_epoch_keep_or_drop_the_last_batch():
+    assert steps_per_epoch(5000, 128) == 40 and steps_per_epoch(5000, 128, "drop") == 39  # 39 x 128 + 8
+    assert steps_per_epoch(5000, 8) == steps_per_epoch(5000, 8, "drop") == 625  # b divides n
+    assert steps_per_epoch(100, 32, "keep") == 4 and steps_per_epoch(100, 32, "drop") == 3
+    with pytest.raises(ValueError, match="last_batch"):
+        steps_per_epoch(100, 32, "pad")
 
 
 def test_cumulative_clocks_per_epoch():

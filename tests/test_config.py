@@ -28,6 +28,7 @@ def write(tmp_path, text, name="bad.yaml"):
     ({"augment": "yes"}, r"key 'augment': must be true or false"),
     ({"momentum": 1.0}, r"key 'momentum': must be in \[0, 1\)"),
     ({"precision": "fp16"}, r"key 'precision': unknown precision"),
+    ({"last_batch": "pad"}, r"key 'last_batch': must be one of \('keep', 'drop'\)"),
     ({"weight_decay": 0.1, "optimizer": "sgd"}, r"key 'weight_decay': decoupled weight_decay applies to adamw and muon"),
 ])
 def test_bad_values_are_named(cfg, pattern):
@@ -73,6 +74,22 @@ def test_hash_is_canonical():
     assert run_hash({}) == run_hash({"device": "cuda", "compile": True, "checkpoint_every": 5})
     assert run_hash({}) != run_hash({"precision": "bf16"})  # bf16 changes the numbers
     assert run_hash({}) != run_hash({"seed": 1})
+
+
+def test_a_key_added_later_keeps_the_stored_runs_hashes_at_the_value_they_trained_with():
+    """last_batch came after results/cpu: 'keep' (what those runs did) is left out of the
+    identity, so their hashes stand; 'drop' changes the numbers and the hash."""
+    import json
+    from initlib.config import identity
+    assert "last_batch" not in identity({"last_batch": "keep"})
+    assert run_hash({"last_batch": "keep"}) == run_hash({})
+    assert run_hash({"last_batch": "drop"}) != run_hash({})
+    assert identity({"last_batch": "drop"})["last_batch"] == "drop"
+    shipped = sorted((ROOT / "results" / "cpu").glob("*/config.json"))
+    assert shipped
+    for p in shipped[:20]:
+        stored = json.loads(p.read_text())
+        assert run_hash(stored["config"]) == stored["hash"] == p.parent.name
 
 
 def test_every_shipped_params_file_is_valid():

@@ -44,6 +44,16 @@ def test_records_what_the_paper_measures():
     assert s["status"] == "finished" and s["epochs_trained"] == 2
 
 
+def test_a_dropped_last_batch_takes_floor_n_over_b_steps_and_changes_the_numbers():
+    """100 images at b = 32: 'keep' takes 4 steps an epoch (the last on 4 images), 'drop' 3."""
+    keep, _ = train(tiny(epochs=2, optimizer="adam", lr=1e-3))
+    drop, _ = train(tiny(epochs=2, optimizer="adam", lr=1e-3, last_batch="drop"))
+    assert keep["T_adapt"].iloc[-1] == pytest.approx(2 * 4 * 1e-3)
+    assert drop["T_adapt"].iloc[-1] == pytest.approx(2 * 3 * 1e-3)
+    assert drop["train_loss_running"].iloc[1] != keep["train_loss_running"].iloc[1]
+    assert math.isfinite(drop["train_loss_running"].iloc[1])
+
+
 def test_resume_after_kill_gives_identical_metrics(tmp_path):
     cfg = tiny(epochs=4, optimizer="momentum", augment=True)
     ref, ref_summary = train(cfg)
