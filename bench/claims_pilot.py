@@ -542,7 +542,26 @@ def last_batch_by_b(store_dir: Path | None = None) -> str:
                                                             if tau_interp(e) is not None], ".2f"),
                      "lowest train acc after tau": _range(after, ".1%"),
                      "train acc at the end": _range([e["train_acc"].iloc[-1] for _, e in runs], ".1%")})
-    return markdown(pd.DataFrame(rows))
+    # run by run: does staying fitted go with the last batch's share of b, or with b?
+    fitted = [(c, share_interpolating_after_tau(e)) for runs in by_b.values() for c, e in runs if tau_interp(e) is not None]
+    stay = np.array([f for _, f in fitted])
+    lines = []
+    for label, x in (("the last batch's share of b", [(c["n_train"] % c["batch_size"] or c["batch_size"]) / c["batch_size"]
+                                                     for c, _ in fitted]),
+                     ("b", [c["batch_size"] for c, _ in fitted])):
+        rho, lo, hi = spearman_interval(np.array(x, float), stay)
+        lines.append(f"- Spearman rho(epochs after tau at >= 99%, {label}) over the {len(stay)} runs: "
+                     f"{rho:+.2f} [{lo:+.2f}, {hi:+.2f}] (95%, runs resampled)")
+    return markdown(pd.DataFrame(rows)) + "\n\n" + "\n".join(lines)
+
+
+def spearman_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Spearman's rho of paired x, y and its 95% percentile interval over resampled pairs
+    (scipy.stats.bootstrap, 2,000 resamples, a fixed seed)."""
+    from scipy import stats
+    res = stats.bootstrap((x, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True, vectorized=False,
+                          n_resamples=2000, method="percentile", random_state=0)
+    return float(stats.spearmanr(x, y).statistic), *map(float, res.confidence_interval)
 
 
 def last_batch_pairs(cfgs: dict[Key, dict]) -> str:
@@ -614,6 +633,7 @@ def main():
                          "against log10 T_L2")
     ap.add_argument("--batch-sizes04", action="store_true",
                     help="04's shipped grid, one row per b: T_SGD beside the paper's, both measures' spreads")
+    ap.add_argument("--workers", type=int, default=2, help="with --train: single-thread workers (default 2, one per core)")
     ap.add_argument("--last-batch", action="store_true",
                     help="01/04's shipped SGD runs by b: the last batch's share of b and whether runs stay fitted; "
                          "then each pilot run of --claims/--only with the last batch dropped beside its twin that kept it")
@@ -647,7 +667,7 @@ def main():
     cfgs = keyed_pilot_configs(cfgs)
     if a.train:
         from initlib.sweep import run_sweep
-        run_sweep(list(cfgs.values()), STORE, os.environ.get("INITLIB_DATA_DIR"), workers=2, desc="claims pilot")
+        run_sweep(list(cfgs.values()), STORE, os.environ.get("INITLIB_DATA_DIR"), workers=a.workers, desc="claims pilot")
     if STORE.is_dir():
         n = store.export_runs(STORE, list(cfgs.values()), PILOT_RUNS, warn=lambda m: print(m, file=sys.stderr))
         print(f"{n} finished pilot runs of this selection kept in {PILOT_RUNS.relative_to(ROOT)}/", file=sys.stderr)
