@@ -564,30 +564,27 @@ def spearman_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float
     return float(stats.spearmanr(x, y).statistic), *map(float, res.confidence_interval)
 
 
-def last_batch_pairs(cfgs: dict[Key, dict]) -> str:
-    """Each pilot run with the last batch dropped beside its twin with it kept (the same config
-    otherwise: the same hash as the shipped or earlier pilot run, found in runs_pilot/ or
-    results/cpu), one row each (:func:`result_row`), and, per cell, both spreads."""
+def last_batch_pairs(cfgs: dict[Key, dict], store_dir: Path = STORE) -> str:
+    """Each pilot run with the last batch dropped beside its twin that kept it (the same config
+    otherwise: the same hash as a shipped or earlier pilot run, read from ``store_dir`` or
+    results/cpu), one row each (:func:`result_row`); then, per cell, both spreads."""
     from initlib import store
-    twins = {}
+    shipped = ROOT / "results" / "cpu"
+    pairs = []  # (key, [(label, config, store it is read from)])
     for k, c in cfgs.items():
-        if c["last_batch"] != "drop":
-            continue
-        kept = {**c, "last_batch": "keep"}
-        src = next((d for d in (STORE, ROOT / "results" / "cpu") if store.is_done(store.run_dir(d, kept))), STORE)
-        twins[k] = (c, kept, src)
-    rows = []
-    for k, (c, kept, src) in twins.items():
-        rows.append({**result_row(k, c), "last batch": "dropped"})
-        rows.append({**result_row(k, kept, src), "last batch": "kept"})
+        if c["last_batch"] == "drop":
+            kept = {**c, "last_batch": "keep"}
+            src = shipped if store.is_done(store.run_dir(shipped, kept)) else store_dir
+            pairs.append((k, [("dropped", c, store_dir), ("kept", kept, src)]))
+    rows = [{**result_row(k, c, src), "last batch": label} for k, twins in pairs for label, c, src in twins]
+    spreads = []
+    for i, label in enumerate(("dropped", "kept")):
+        for cell in dict.fromkeys(k.cell for k, _ in pairs):
+            runs = [(k, twins[i]) for k, twins in pairs if k.cell == cell]
+            t = spread_rows({k: c for k, (_, c, _) in runs}, runs[0][1][2])
+            spreads += [{**r, "last batch": label} for r in t.to_dict("records")]
     out = markdown(pd.DataFrame(rows))
-    sp = []
-    for which, i, src_of in (("dropped", 0, lambda t: STORE), ("kept", 1, lambda t: t[2])):
-        for cell in dict.fromkeys(k.cell for k in twins):
-            ks = [k for k in twins if k.cell == cell]
-            t = spread_rows({k: twins[k][i] for k in ks}, src_of(twins[ks[0]]))
-            sp += [{**r, "last batch": which} for r in t.to_dict("records")]
-    return out + ("\n\n" + markdown(pd.DataFrame(sp)) if sp else "")
+    return out + ("\n\n" + markdown(pd.DataFrame(spreads)) if spreads else "")
 
 
 def markdown(df: pd.DataFrame) -> str:

@@ -241,6 +241,24 @@ def test_the_batch_size_notes_are_what_the_pilot_prints():
     assert_notes_quote("claims_pilot.md", out)
 
 
+def test_the_last_batch_notes_are_what_claims_pilot_prints():
+    """bench/claims_pilot.md's session-41 tables are what `claims_pilot.py --last-batch` prints:
+    01/04's shipped SGD runs by b (one row per b of 04's grid, every one with the last batch
+    kept), and each committed pilot run with the last batch dropped beside its kept twin."""
+    from initlib import store
+    from initlib.params import load_params
+    pilot = _claims_pilot()
+    by_b = pilot.last_batch_by_b()
+    grid = sorted({c["batch_size"] for c in load_params(ROOT / "params" / "04_batch_size.yaml", "cpu").configs})
+    assert [line.split(" | ")[0] for line in by_b.split("\n\n")[0].splitlines()[2:]] == [f"| {b}" for b in grid]
+    assert_notes_quote("claims_pilot.md", by_b)
+    dropped = [n for names in pilot.CANDIDATES.values() for n in names if n.endswith("drop_last")]
+    cfgs = pilot.keyed_pilot_configs(pilot.configs(list(pilot.CANDIDATES), dropped, sigmas=(0.1, 2.5)))
+    done = {k: c for k, c in cfgs.items() if store.is_done(store.run_dir(pilot.PILOT_RUNS, c))}
+    assert len(done) >= 4, sorted(map(str, done))
+    assert_notes_quote("claims_pilot.md", pilot.last_batch_pairs(done, pilot.PILOT_RUNS))
+
+
 def test_the_t_adapt_notes_are_what_notebook_06_reports():
     """bench/claims_pilot.md's session-40 table (06's T_adapt family: Muon at three lr) quotes
     the T_adapt rows of notebook 06's committed cpu report, every one of them and nothing else."""
