@@ -14,7 +14,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from .config import ConfigError
@@ -40,6 +42,22 @@ def stop_on_sigterm(*, once: bool = False) -> None:
     signal.signal(signal.SIGTERM, handler)
     if once:
         signal.signal(signal.SIGINT, handler)
+
+
+@contextmanager
+def stop_workers_on_sigterm():
+    """While this process waits on workers, SIGTERM raises :class:`Stopped` here too, so that
+    the workers are stopped with it, whoever called: the CLI turns SIGTERM into ``Stopped`` for
+    good (``stop_on_sigterm``), a script or notebook that calls ``run_sweep`` gets it from here
+    (left as it was where a handler is already set, or off the main thread)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    stop_on_sigterm()
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def run(missing, store_dir: Path, data_dir=None, *, executor: str = "local", workers: int = 1,
@@ -101,36 +119,37 @@ def run_workers(configs, store_dir, data_dir, slots, bar=None, poll_s: float = 1
     threads = threads or max(1, (os.cpu_count() or 1) // len(slots))
     queue = json.dumps(configs).encode()
     procs = []
-    try:
-        for gpu in slots:
-            env = {**os.environ, "OMP_NUM_THREADS": str(threads), "INITLIB_THREADS": str(threads)}
-            if gpu is not None:
-                env["CUDA_VISIBLE_DEVICES"] = gpu
-            cmd = [sys.executable, "-m", "initlib", "worker", "--store", str(store_dir), "--fuse", str(fuse)]
-            if data_dir is not None:
-                cmd += ["--data-dir", str(data_dir)]
-            p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE)
-            procs.append(p)
-            p.stdin.write(queue)
-            p.stdin.close()
-        while any(p.poll() is None for p in procs):
-            time.sleep(poll_s)
-            if bar is not None:
-                show_progress(bar, configs, store_dir)
-    except BaseException:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        raise
-    if bar is not None:
-        show_progress(bar, configs, store_dir)
-    return [p.returncode for p in procs]
+    with stop_workers_on_sigterm():  # a script calling run_sweep stops its workers on SIGTERM too
+        try:
+            for gpu in slots:
+                env = {**os.environ, "OMP_NUM_THREADS": str(threads), "INITLIB_THREADS": str(threads)}
+                if gpu is not None:
+                    env["CUDA_VISIBLE_DEVICES"] = gpu
+                cmd = [sys.executable, "-m", "initlib", "worker", "--store", str(store_dir), "--fuse", str(fuse)]
+                if data_dir is not None:
+                    cmd += ["--data-dir", str(data_dir)]
+                p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE)
+                procs.append(p)
+                p.stdin.write(queue)
+                p.stdin.close()
+            while any(p.poll() is None for p in procs):
+                time.sleep(poll_s)
+                if bar is not None:
+                    show_progress(bar, configs, store_dir)
+        except BaseException:
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in procs:
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            raise
+        if bar is not None:
+            show_progress(bar, configs, store_dir)
+        return [p.returncode for p in procs]
 
 
 def submitit_task(configs, store_dir, data_dir, runs_per_gpu: int = 1, fuse: int = 1) -> list[str]:

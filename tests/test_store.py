@@ -348,6 +348,32 @@ def test_ctrl_c_and_sigterm_stop_every_worker_cleanly(tmp_path, how):
     assert cli("sweep", p, "--store", s, timeout=300).returncode == 0  # and it resumes
 
 
+def test_sigterm_to_a_script_that_calls_run_sweep_stops_its_workers(tmp_path):
+    """A bench script or notebook calls run_sweep without the CLI's signal handling; SIGTERM to
+    it must still stop its workers (they would otherwise train on, orphaned), and leave no lock."""
+    # 200 epochs: orphaned workers would still be training when the test looks
+    p = write_params(tmp_path, "grid: {sigma_w: [0.5, 1.0, 2.0]}", base=", epochs: 200, n_selected_test: 500")
+    s = tmp_path / "store"
+    script = ("import sys\nfrom initlib.params import load_params\nfrom initlib.sweep import bind_to_data, run_sweep\n"
+              "sw = load_params(sys.argv[1], 'smoke')\nbind_to_data([sw])\n"
+              "run_sweep(sw.configs, sys.argv[2], workers=2, progress=False)\n")
+    # no pipes: orphaned workers would hold them open, and waiting on them would wait for the workers
+    proc = subprocess.Popen([sys.executable, "-c", script, str(p), str(s)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(s.glob("*/" + store.CHECKPOINT))) < 2:
+        time.sleep(0.1)
+    assert len(_processes_mentioning(str(s))) >= 3          # the script and its two workers
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    time.sleep(0.5)
+    left = _processes_mentioning(str(s))
+    for pid in left:  # never leave an orphan behind, even when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert left == []                                       # no worker left training
+    assert not list(s.glob("*/" + store.LOCK)) and not list(s.glob("*/.*.tmp"))
+
+
 # ---------------------------------------------------------------- 6. bad input, before any write
 def _sweep_fails(tmp_path, params, *, data=None, store_dir=None, expect, flags=()):
     s = store_dir or tmp_path / "store"
