@@ -95,7 +95,8 @@ CANDIDATES = {
         # 1.00, 32 (8/32) 0.76-0.95, 64 (8/64) 0.40-0.82, 128 (8/128) 0.11-0.70. Is the end-of-
         # epoch step on 8 images (BatchNorm over 8) what throws b = 128's runs off after they
         # fit? 01's SGD cell with that batch dropped (39 full steps an epoch), and 01's Adam
-        # cell the same (its end-of-training predictors stop at 88-98% train accuracy).
+        # cell the same (its end-of-training predictors stop at 88-98% train accuracy). (These
+        # shares count the epochs from tau on; `--last-batch` prints those after tau.)
         "drop_last": (dict(lr=0.015, last_batch="drop"), dict(lr=1e-3, l2=0.0, b=128)),
         "adam_drop_last": (dict(optimizer="adam", lr=5e-3, last_batch="drop"), None),
     },
@@ -531,10 +532,11 @@ def last_batch_by_b(store_dir: Path | None = None) -> str:
         rdir = store.run_dir(src, c)
         if store.is_done(rdir):
             by_b.setdefault(c["batch_size"], []).append((c, store.read_epochs(rdir)))
+    def last_share(c) -> float:  # the last batch's share of b
+        return (c["n_train"] % c["batch_size"] or c["batch_size"]) / c["batch_size"]
     rows = []
     for b, runs in sorted(by_b.items()):
-        n = runs[0][0]["n_train"]
-        last = n % b or b
+        last = round(last_share(runs[0][0]) * b)
         after = [e[e["epoch"] > tau_interp(e)]["train_acc"].min() for _, e in runs if tau_interp(e) is not None]
         rows.append({"b": b, "last batch (share of b)": f"{last} ({last / b:.2f})", "runs": len(runs),
                      "interpolate": sum(tau_interp(e) is not None for _, e in runs),
@@ -546,8 +548,7 @@ def last_batch_by_b(store_dir: Path | None = None) -> str:
     fitted = [(c, share_interpolating_after_tau(e)) for runs in by_b.values() for c, e in runs if tau_interp(e) is not None]
     stay = np.array([f for _, f in fitted])
     lines = []
-    for label, x in (("the last batch's share of b", [(c["n_train"] % c["batch_size"] or c["batch_size"]) / c["batch_size"]
-                                                     for c, _ in fitted]),
+    for label, x in (("the last batch's share of b", [last_share(c) for c, _ in fitted]),
                      ("b", [c["batch_size"] for c, _ in fitted])):
         rho, lo, hi = spearman_interval(np.array(x, float), stay)
         lines.append(f"- Spearman rho(epochs after tau at >= 99%, {label}) over the {len(stay)} runs: "
@@ -578,10 +579,11 @@ def last_batch_pairs(cfgs: dict[Key, dict], store_dir: Path = STORE) -> str:
             pairs.append((k, [("dropped", c, store_dir), ("kept", kept, src)]))
     rows = [{**result_row(k, c, src), "last batch": label} for k, twins in pairs for label, c, src in twins]
     spreads = []
-    for i, label in enumerate(("dropped", "kept")):
+    for i, label in enumerate(("dropped", "kept")):  # each side's spread, cell by cell
         for cell in dict.fromkeys(k.cell for k, _ in pairs):
-            runs = [(k, twins[i]) for k, twins in pairs if k.cell == cell]
-            t = spread_rows({k: c for k, (_, c, _) in runs}, runs[0][1][2])
+            side = {k: twins[i] for k, twins in pairs if k.cell == cell}  # Key -> (label, config, store)
+            read_from = next(iter(side.values()))[2]
+            t = spread_rows({k: c for k, (_, c, _) in side.items()}, read_from)
             spreads += [{**r, "last batch": label} for r in t.to_dict("records")]
     out = markdown(pd.DataFrame(rows))
     return out + ("\n\n" + markdown(pd.DataFrame(spreads)) if spreads else "")
@@ -630,7 +632,9 @@ def main():
                          "against log10 T_L2")
     ap.add_argument("--batch-sizes04", action="store_true",
                     help="04's shipped grid, one row per b: T_SGD beside the paper's, both measures' spreads")
-    ap.add_argument("--workers", type=int, default=2, help="with --train: single-thread workers (default 2, one per core)")
+    ap.add_argument("--workers", type=int, default=2,
+                    help="with --train: worker processes (default 2, single-threaded, one per core; 1 trains in "
+                         "this process on torch's default threads)")
     ap.add_argument("--last-batch", action="store_true",
                     help="01/04's shipped SGD runs by b: the last batch's share of b and whether runs stay fitted; "
                          "then each pilot run of --claims/--only with the last batch dropped beside its twin that kept it")
