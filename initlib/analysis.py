@@ -195,7 +195,8 @@ def on_both_measures(selected: Verdict, end: Verdict) -> Verdict:
     """Decided on both measures: the paper's (the predictors selected by validation loss) and
     the end-of-training predictors (the weights of the last epoch, which interpolate where
     the selected ones may not). Where both verdicts agree, that verdict; where they disagree,
-    undecided (the answer depends on which predictor is read). The paper's measure alone, and
+    or one decides and the other does not, undecided (the answer depends on which predictor is
+    read). The paper's measure alone, and
     the text says so, where the end-of-training measure cannot speak: its predictors do not
     interpolate (the claim's premise is not met there: a run that trains unstably ends
     mid-swing, and its last weights are not a trained network), or it has no interval (runs
@@ -214,7 +215,9 @@ def on_both_measures(selected: Verdict, end: Verdict) -> Verdict:
         out = Verdict(selected.holds, f"{selected.text}. The {END_MEASURE} {agree}: {end.text}",
                       selected.paper, measured=measured)
     else:
-        out = Verdict(None, f"the two measures disagree. {SELECTED_MEASURE}: {selected.word}, "
+        why = ("the two measures disagree" if None not in (selected.holds, end.holds) else
+               "one measure decides and the other does not")
+        out = Verdict(None, f"{why}. {SELECTED_MEASURE}: {selected.word}, "
                             f"{selected.text}. {END_MEASURE}: {end.word}, {end.text}",
                       selected.paper, measured=measured)
     out.premise_met = selected.premise_met  # the combined verdict is the paper's measure's

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .config import LAST_BATCH
+
 CLOCKS = ("T_SGD", "T_L2", "T_adapt")
 
 
@@ -21,8 +23,8 @@ def steps_per_epoch(n_train: int, batch_size: int, last_batch: str = "keep") -> 
     """Optimizer steps in one pass over n_train images at batch size b: ceil(n / b) when the
     last, smaller batch is kept (the paper's 40,000 at b = 128: 313), floor(n / b) when it is
     dropped. Every step counts in the clocks, the smaller last one as a whole step."""
-    if last_batch not in ("keep", "drop"):
-        raise ValueError(f"last_batch must be 'keep' or 'drop', got {last_batch!r}")
+    if last_batch not in LAST_BATCH:
+        raise ValueError(f"last_batch must be one of {LAST_BATCH}, got {last_batch!r}")
     return -(-n_train // batch_size) if last_batch == "keep" else n_train // batch_size
 
 

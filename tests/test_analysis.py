@@ -477,7 +477,9 @@ def test_where_the_selected_predictors_lie_and_both_measures():
     assert alone.holds is True and "alone" in alone.text and "not scored on every test image" in alone.text
     # the flag, not the text, says so: an undecided end verdict that merely mentions the words
     # is undecided by its interval, and leaves the combined verdict undecided
-    assert analysis.on_both_measures(yes, analysis.Verdict(None, "per-image interval contains 0")).holds is None
+    one_decides = analysis.on_both_measures(yes, analysis.Verdict(None, "per-image interval contains 0"))
+    assert one_decides.holds is None and one_decides.text.startswith("one measure decides and the other does not")
+    assert analysis.on_both_measures(yes, no).text.startswith("the two measures disagree")
     # an end measure whose predictors do not interpolate cannot speak: the paper's measure decides,
     # either way; one that is undecided by its interval still leaves the verdict undecided
     mid_swing = analysis.Verdict(None, "ends at 32% train accuracy", premise_met=False)
