@@ -20,7 +20,7 @@ import pandas as pd
 
 from .clocks import CLOCKS
 from . import metrics
-from .config import ADAPTIVE_OPTIMIZERS as ADAPTIVE
+from .config import ADAPTIVE_OPTIMIZERS as ADAPTIVE, LEGACY_IDENTITY_VALUES
 from .stats import noise_floor, spread
 
 
@@ -789,6 +789,7 @@ def clock_points(summaries: pd.DataFrame, group_keys: list[str], measure: str = 
     ``interpolated`` and ``min_max_train_acc`` describe the predictors scored."""
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}, not {measure!r}")
+    summaries = _keyed(summaries)
     runs = at_selected_clocks(at_selected(summaries)) if measure == "selected" else at_end_of_training(summaries)
     t = _with_family(spread_table(runs, group_keys, sigma_grid_per_group=True))
     col = "best_val_epoch" if measure == "selected" else "epochs"  # the epoch of the predictors scored
@@ -798,6 +799,13 @@ def clock_points(summaries: pd.DataFrame, group_keys: list[str], measure: str = 
 
 
 CLOCK_GROUP_KEYS = ["optimizer", "lr", "l2", "batch_size", "epochs", "arch", "width", "n_train", "last_batch"]
+
+
+def _keyed(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every identity column a loaded table has (``store.identity_columns``): one a
+    hand-built table lacks is filled at its legacy value (``last_batch`` "keep")."""
+    missing = {k: v for k, v in LEGACY_IDENTITY_VALUES.items() if k not in df.columns}
+    return df.assign(**missing) if missing and not df.empty else df
 PIPELINE_KEYS = [k for k in CLOCK_GROUP_KEYS if k != "epochs"]  # one pipeline: its horizons share runs
 
 
@@ -824,7 +832,7 @@ def clock_points_with_horizons(summaries: pd.DataFrame, long_epochs: pd.DataFram
     if long_epochs is not None and not long_epochs.empty and horizons:
         points.append(_horizon_points(long_epochs, horizons, "02 horizon", measure))
     if run_epochs is not None and not run_epochs.empty:
-        run_epochs = run_epochs.drop_duplicates(["hash", "epoch"])  # a run that two sources share
+        run_epochs = _keyed(run_epochs).drop_duplicates(["hash", "epoch"])  # a run that two sources share
         for _, g in run_epochs.groupby(CLOCK_GROUP_KEYS, dropna=False):
             hs = horizons_at_fractions(int(g["epoch"].max()), points_per_run)
             points.append(_horizon_points(g, hs, "horizon", measure))
@@ -837,7 +845,7 @@ def _horizon_points(epochs: pd.DataFrame, horizons: list[int], source: str,
     """Clock points at shorter horizons of long runs, each in the family of its governing
     clock; of horizons that score the same predictors (the same selected epochs), the longest
     is kept."""
-    h = horizon_table(epochs, horizons, by=PIPELINE_KEYS, measure=measure)
+    h = horizon_table(_keyed(epochs), horizons, by=PIPELINE_KEYS, measure=measure)
     if h.empty:
         return h
     h = _with_family(h.rename(columns={"horizon_epochs": "epochs"}).assign(source=source))
