@@ -87,7 +87,7 @@ def test_a_key_added_later_keeps_the_stored_runs_hashes_at_the_value_they_traine
     assert identity({"last_batch": "drop"})["last_batch"] == "drop"
     shipped = sorted((ROOT / "results" / "cpu").glob("*/config.json"))
     assert shipped
-    for p in shipped[:20]:
+    for p in shipped:
         stored = json.loads(p.read_text())
         assert run_hash(stored["config"]) == stored["hash"] == p.parent.name
 
