@@ -52,7 +52,6 @@ from initlib.clocks import steps_per_epoch  # noqa: E402
 STORE = ROOT / "runs_pilot"
 PILOT_RUNS = ROOT / "bench" / "claims_pilot_runs"  # finished pilot runs, committed (no checkpoints)
 SIGMAS = (0.1, 2.5)
-PAPER_STEPS_PER_EPOCH_B128 = 313  # 40,000 / 128
 PAPER_EPOCHS = 300
 
 BASE = dict(arch="resnet9", width=0.125, n_train=5000, n_val=1000, n_test=1000, n_selected_test=10000,

@@ -176,8 +176,9 @@ def train_epoch(grp: Group, epoch: int) -> torch.Tensor:
     """One pass over the training split for every run, each in its own order (and its own
     augmentation), in ``grp.steps_per_epoch`` steps (with ``last_batch: drop`` the n mod b
     images last in the order sit this epoch out); returns the per-run mean minibatch loss per
-    image trained on (G,) as a device tensor (no host sync). Every term of the update is here: the per-run minibatch losses, the gradient of their
-    sum (each run's is its own), explicit L2 (lambda * w, coupled, per run), the step."""
+    image trained on (G,) as a device tensor (no host sync). Every term of the update is here:
+    the per-run minibatch losses, the gradient of their sum (each run's is its own), explicit L2
+    (lambda * w, coupled, per run), the step."""
     data, b = grp.data, grp.cfgs[0]["batch_size"]
     n, opt = len(data.train), grp.opt
     params = [p for p in grp.model.parameters() if p.requires_grad]
