@@ -367,8 +367,9 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     """Notebook 05's verdict, by the function its verdict cell calls (analysis.verdict_depth, at
     the params file's large_sigma_w), with the depth table its notebook shows: ``shipped`` reads
     05's cpu runs from results/cpu (it must print the committed report's verdict: the check that
-    this reads the runs as the notebook does); ``resnet110_w0.5`` reads 05's shipped ResNet-9 runs
-    (results/cpu) with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
+    this reads the runs as the notebook does); ``resnet110_w0.5`` reads 05's ResNet-9 runs with the
+    last batch kept, as the ResNet-110 pilot trained (01's shipped SGD runs, results/cpu; 05's own
+    drop it since session 42), with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
     for ResNet-110 alone (the rule holds if some deep architecture fails at large sigma_w while it
     interpolates at the smallest: with ResNet-56 beside it, ResNet-110 could not change the word).
     Every run must be done. ``pilot_store``: where the pilot's runs are read (PILOT_RUNS: the
@@ -380,7 +381,8 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     if arms == "shipped":
         sources = [(ROOT / "results" / "cpu", shipped)]
     elif arms == "resnet110_w0.5":
-        sources = [(ROOT / "results" / "cpu", [c for c in shipped if c["arch"] == "resnet9"]),
+        kept = [{**c, "last_batch": "keep"} for c in shipped if c["arch"] == "resnet9"]
+        sources = [(ROOT / "results" / "cpu", kept),
                    (pilot_store, pilot_configs(configs(["05"], [arms]).values()))]
     else:
         raise SystemExit(f"--verdict05 {arms}: expected 'shipped' or 'resnet110_w0.5'")
