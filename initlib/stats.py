@@ -195,24 +195,46 @@ def _spearman(a, b) -> float:
     return float(r) if np.isfinite(r) else 0.0
 
 
+def _spearman_rows(a, b) -> np.ndarray:
+    """Spearman's rho of each pair of rows of ``a`` and ``b`` (shape (..., n)): Pearson's r of
+    their average ranks (scipy.stats.rankdata and pearsonr along the last axis), which is how
+    scipy.stats.spearmanr defines it, one call for a whole batch of bootstrap resamples
+    instead of one spearmanr call each (06's intervals: 2,000 resamples a rho). 0 (no trend)
+    where a row is all tied, as :func:`_spearman`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant rows: r is nan, counted as 0 below
+        r = stats.pearsonr(stats.rankdata(a, axis=-1), stats.rankdata(b, axis=-1), axis=-1).statistic
+    return np.where(np.isfinite(r), r, 0.0)
+
+
 def cluster_interval(statistic, clusters, confidence: float = 0.95, n_resamples: int = 2000,
-                     seed: int = 0) -> tuple[float, float, float]:
+                     seed: int = 0, rows: bool = False) -> tuple[float, float, float]:
     """A statistic of a set of points and its 95% interval from scipy.stats.bootstrap
     resampling whole *clusters* of points (percentile): points that share runs (the horizons
     of one pipeline) are not independent, so they are drawn together. ``statistic(index)``
-    takes the (repeated) indices of the points of one resample. With one cluster the interval
-    is the point itself: nothing varies that could be resampled."""
+    takes the (repeated) indices of the points of one resample; with ``rows``, a batch of them,
+    an (m, n) array of m resamples of n points each, and returns m values (resamples of one
+    size go in one call). With one cluster the interval is the point itself: nothing varies
+    that could be resampled."""
     clusters = np.asarray(clusters)
     members = [np.flatnonzero(clusters == c) for c in dict.fromkeys(clusters.tolist())]
     everything = np.arange(len(clusters))
-    value = statistic(everything)
+    value = float(statistic(everything[None])[0]) if rows else statistic(everything)
     if len(members) < 2:
         return value, value, value
 
-    def of_clusters(picked):
-        return statistic(np.concatenate([members[int(i)] for i in picked]))
+    def of_clusters(picked, axis=-1):
+        index = [np.concatenate([members[i] for i in row]) for row in np.atleast_2d(picked).astype(int)]
+        if not rows:
+            out = np.array([statistic(i) for i in index], dtype=float)
+        else:
+            out, sizes = np.empty(len(index)), np.array([len(i) for i in index])
+            for n in np.unique(sizes):
+                at = np.flatnonzero(sizes == n)
+                out[at] = statistic(np.stack([index[k] for k in at]))
+        return out if np.ndim(picked) > 1 else out[0]
 
-    res = stats.bootstrap((np.arange(len(members)),), of_clusters, vectorized=False,
+    res = stats.bootstrap((np.arange(len(members)),), of_clusters, vectorized=True,
                           n_resamples=n_resamples, confidence_level=confidence, method="percentile",
                           random_state=np.random.default_rng(seed))
     return value, float(res.confidence_interval.low), float(res.confidence_interval.high)
@@ -226,7 +248,8 @@ def rho_interval(x, y, clusters=None, confidence: float = 0.95, n_resamples: int
     y are all tied has no ranks to correlate: it counts as rho 0 (no trend), not as missing."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if clusters is not None:
-        return cluster_interval(lambda i: _spearman(x[i], y[i]), clusters, confidence, n_resamples, seed)
+        return cluster_interval(lambda i: _spearman_rows(x[i], y[i]), clusters, confidence, n_resamples, seed,
+                                rows=True)
     res = stats.bootstrap((x, y), _spearman, paired=True, vectorized=False, n_resamples=n_resamples,
                           confidence_level=confidence, method="percentile",
                           random_state=np.random.default_rng(seed))
@@ -238,5 +261,5 @@ def rho_difference_interval(x, z, y, clusters, confidence: float = 0.95, n_resam
     """rho(x, y) - rho(z, y) (Spearman) with its 95% cluster-bootstrap interval: whether x
     orders y better (more negatively) than z does, on the same resampled points."""
     x, z, y = (np.asarray(v, dtype=float) for v in (x, z, y))
-    return cluster_interval(lambda i: _spearman(x[i], y[i]) - _spearman(z[i], y[i]), clusters,
-                            confidence, n_resamples, seed)
+    return cluster_interval(lambda i: _spearman_rows(x[i], y[i]) - _spearman_rows(z[i], y[i]), clusters,
+                            confidence, n_resamples, seed, rows=True)

@@ -116,6 +116,26 @@ def test_cluster_bootstrap_draws_whole_clusters():
     assert d == pytest.approx(-1.0 - stats._spearman(z, y)) and d_lo <= d <= d_hi
 
 
+def test_spearman_rows_is_spearmanr_row_by_row():
+    """The batched rho of the cluster bootstrap equals scipy.stats.spearmanr on each row: ties
+    (average ranks), a reversed row (-1), and an all-tied row (0, as _spearman counts it)."""
+    import scipy.stats
+    from initlib import stats
+    a = np.array([[1, 2, 3, 4, 5], [1, 1, 2, 3, 3], [5, 4, 3, 2, 1], [2, 2, 2, 2, 2]], dtype=float)
+    b = np.array([[2, 1, 4, 3, 5], [3, 1, 1, 2, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5]], dtype=float)
+    got = stats._spearman_rows(a, b)
+    assert got[2] == pytest.approx(-1.0) and got[3] == 0.0
+    assert got[0] == pytest.approx(0.8)  # d = (1, 1, 1, 1, 0): 1 - 6 * 4 / (5 * 24)
+    for r in range(3):
+        assert got[r] == pytest.approx(scipy.stats.spearmanr(a[r], b[r]).statistic, abs=1e-12)
+        assert got[r] == pytest.approx(stats._spearman(a[r], b[r]), abs=1e-12)
+    # batched or one resample at a time, the cluster bootstrap draws the same resamples
+    x, y, pipes = np.arange(12.0), np.r_[np.arange(6.0), np.arange(6.0)[::-1]], np.repeat(np.arange(4), 3)
+    one = stats.cluster_interval(lambda i: stats._spearman(x[i], y[i]), pipes, n_resamples=300)
+    batched = stats.rho_interval(x, y, clusters=pipes, n_resamples=300)
+    assert batched == pytest.approx(one, abs=1e-12)
+
+
 def test_clock_minus_epochs_needs_four_pipelines_to_exclude_zero():
     """Pipelines at lr 1, 2, 4 (, 8), each seen at horizons of 1-4 epochs, clock = lr x epochs,
     and a spread that falls exactly with the clock: the clock orders it perfectly, epochs do
