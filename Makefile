@@ -2,7 +2,7 @@
 # run store, so rerunning a notebook only re-analyses.
 #
 #   make smoke        the notebooks on a small CIFAR-10 subset (minutes on 2 CPU cores)
-#   make cpu          the CPU reproduction (about 22 h on 2 cores; shipped in results/cpu)
+#   make cpu          the CPU reproduction (about 23 h on 2 cores; shipped in results/cpu)
 #   make all          the paper's full grid (GPUs, fused groups of FUSE runs; EXECUTOR=slurm for a cluster)
 #   make figures      re-execute the notebooks of PROFILE from stored runs (imports results/PROFILE;
 #                     never trains: a missing run is an error); for cpu, also the README table

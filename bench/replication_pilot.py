@@ -57,14 +57,17 @@ CELLS = {
     "03": ("03_l2_and_lr.yaml", lambda c: (c["lr"], c["l2"]) in {(0.015, 0.0), (0.15, 6.1e-3)}),
     "05": ("05_depth.yaml", lambda c: c["arch"] == "resnet56" or c["sigma_w"] == 2.5),
 }
+# settings a replication ran with that its notebook's grid has changed since: 05's replication
+# trained while 05 kept the epoch's last batch (05 drops it since session 42)
+AS_RUN = {"05": {"last_batch": "keep"}}
 # replication -> (notebook, seeds): the shipped grids use seeds 0-2
 REPLICATIONS = {"03": ("03", (3,)), "05": ("05", (3,)), "03-3seeds": ("03", (3, 4, 5))}
 
 
 def replication_configs(name: str) -> list[dict]:
     """The shipped cpu configs of the replication's notebook's verdict cells at seed 0 and the
-    sigma_w ends, moved to split_seed 1 and each of its seeds, bound to the data in
-    $INITLIB_DATA_DIR."""
+    sigma_w ends, moved to split_seed 1 and each of its seeds (with the settings it ran with,
+    ``AS_RUN``), bound to the data in $INITLIB_DATA_DIR."""
     from initlib.config import resolve
     from initlib.params import Sweep, load_params
     from initlib.sweep import bind_to_data
@@ -73,7 +76,8 @@ def replication_configs(name: str) -> list[dict]:
     shipped = load_params(ROOT / "params" / params, "cpu").configs
     picked = [c for c in shipped if is_cell(c) and c["seed"] == 0 and c["sigma_w"] in SIGMA_ENDS]
     sw = Sweep(Path(f"replication {name}"), "cpu",
-               [resolve({**c, "split_seed": SPLIT_SEED, "seed": seed}) for seed in seeds for c in picked])
+               [resolve({**c, "split_seed": SPLIT_SEED, "seed": seed, **AS_RUN.get(notebook, {})})
+                for seed in seeds for c in picked])
     bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
     return sw.configs
 

@@ -201,8 +201,8 @@ def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
 
 def test_the_replication_pilot_changes_only_the_data_split_and_the_seed():
     """bench/replication_pilot.py reruns verdict cells of the cpu profile on another split and
-    seed: each of its runs is a shipped run (same data files, every other key the same) with
-    only split_seed and seed changed."""
+    seed: each of its runs is a shipped run (same data files, every other key the same, as the
+    grid was when it ran: ``AS_RUN``) with only split_seed and seed changed."""
     from initlib.config import identity
     from initlib.params import load_params
     from initlib.sweep import bind_to_data
@@ -210,7 +210,7 @@ def test_the_replication_pilot_changes_only_the_data_split_and_the_seed():
     for name, (notebook, seeds) in pilot.REPLICATIONS.items():
         sw = load_params(ROOT / "params" / pilot.CELLS[notebook][0], "cpu")
         bind_to_data([sw], os.environ.get("INITLIB_DATA_DIR"))
-        shipped = [identity(c) for c in sw.configs]
+        shipped = [identity({**c, **pilot.AS_RUN.get(notebook, {})}) for c in sw.configs]
         assert not set(seeds) & {c["seed"] for c in shipped} and pilot.SPLIT_SEED != 0, name
         runs = pilot.replication_configs(name)
         assert runs and len(runs) % len(seeds) == 0, name
