@@ -125,7 +125,7 @@ def test_spearman_rows_is_spearmanr_row_by_row():
     b = np.array([[2, 1, 4, 3, 5], [3, 1, 1, 2, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5]], dtype=float)
     got = stats._spearman_rows(a, b)
     assert got[2] == pytest.approx(-1.0) and got[3] == 0.0
-    assert got[0] == pytest.approx(0.8)  # d = (1, 1, 1, 1, 0): 1 - 6 * 4 / (5 * 24)
+    assert got[0] == pytest.approx(0.8)  # rank differences (-1, 1, -1, 1, 0): 1 - 6 * 4 / (5 * 24)
     for r in range(3):
         assert got[r] == pytest.approx(scipy.stats.spearmanr(a[r], b[r]).statistic, abs=1e-12)
         assert got[r] == pytest.approx(stats._spearman(a[r], b[r]), abs=1e-12)
