@@ -13,7 +13,8 @@
 # or Ctrl-C (the sweep stops cleanly; its in-flight runs lose at most their current run's
 # progress, since checkpoints are not committed). Commit bench/rerun_drop_runs/ before the session
 # ends. When all runs are done, the notebook ships: add `last_batch: drop` to its cpu base, then
-# `make results PROFILE=cpu` (the runs are in runs/) and re-execute its report.
+# `make results PROFILE=cpu` (the runs are in runs/), re-execute its report, and remove its runs
+# from bench/rerun_drop_runs/ (results/cpu now holds them).
 #
 # The runs in bench/rerun_drop_runs/ are exports (config, metrics, summary; no checkpoints), so
 # `initlib import` checks each for damage before it is trusted, like any results folder.

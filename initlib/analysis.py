@@ -57,11 +57,15 @@ def no_interval(what: str) -> Verdict:
     return Verdict(None, f"no interval for the {what} (runs without per-image correctness)", without_interval=True)
 
 
-def measure(what: str, value, lo=math.nan, hi=math.nan, floor=None, unit: str = "pp") -> dict:
+def measure(what: str, value, lo=math.nan, hi=math.nan, floor=None, unit: str = "pp",
+            digits: int = 1) -> dict:
     """One headline number of a verdict, with its 95% interval and (for a spread) its noise
-    floor's 95% quantile; what the README's results table shows."""
+    floor's 95% quantile; what the README's results table shows, with ``digits`` decimals
+    (more than 1 where a rule compares an interval with a line that one decimal would blur:
+    05's top 99.4952% shows as 99.495, not 99.5; recorded only where it is not 1)."""
     f = lambda v: None if v is None or not np.isfinite(v) else round(float(v), 4)  # noqa: E731
-    return {"what": what, "value": f(value), "lo": f(lo), "hi": f(hi), "floor": f(floor), "unit": unit}
+    out = {"what": what, "value": f(value), "lo": f(lo), "hi": f(hi), "floor": f(floor), "unit": unit}
+    return out if digits == 1 else {**out, "digits": digits}
 
 
 def decided_by_rule(fn):
@@ -759,7 +763,8 @@ def verdict_depth(summaries: pd.DataFrame, large_sigma_w: float) -> Verdict:
                           + ("; left out, diverged: " + ", ".join(name(r) for _, r in diverged.iterrows())
                              if len(diverged) else ""),
                    measured=[measure(f"{name(r)} best train acc.", 100 * r["max_train_acc"],
-                                     *best_train_interval(r["max_train_acc"], int(r["n_train"])), unit="%")
+                                     *best_train_interval(r["max_train_acc"], int(r["n_train"])), unit="%",
+                                     digits=3)  # the rule's line is 99.5%: one decimal would blur it
                              for _, r in deep.iterrows()])
 
 

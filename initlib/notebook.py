@@ -150,13 +150,13 @@ def results_rows(figures_dir) -> list[dict]:
 def format_measured(items: list[dict]) -> tuple[str, str]:
     """A verdict's headline numbers as 'what value [lo, hi] unit; ...' and their noise floors
     (95% quantiles) as 'what floor unit; ...' (empty where there is none)."""
-    def num(v, unit):
-        return "n/a" if v is None else (f"{v:+.2f}" if unit == "" else f"{v:.1f}")
+    def num(v, unit, digits):
+        return "n/a" if v is None else (f"{v:+.2f}" if unit == "" else f"{v:.{digits}f}")
     parts, floors = [], []
     for m in items:
-        unit = f" {m['unit']}" if m["unit"] else ""
-        ci = f" [{num(m['lo'], m['unit'])}, {num(m['hi'], m['unit'])}]" if m["lo"] is not None else ""
-        parts.append(f"{m['what']} {num(m['value'], m['unit'])}{ci}{unit}")
+        unit, d = (f" {m['unit']}" if m["unit"] else ""), m.get("digits", 1)
+        ci = f" [{num(m['lo'], m['unit'], d)}, {num(m['hi'], m['unit'], d)}]" if m["lo"] is not None else ""
+        parts.append(f"{m['what']} {num(m['value'], m['unit'], d)}{ci}{unit}")
         if m["floor"] is not None:
             floors.append(f"{m['what']} {m['floor']:.1f}{unit}")
     return "; ".join(parts), "; ".join(floors)

@@ -443,6 +443,10 @@ def test_headline_numbers_for_the_results_table():
         "SGD spread 12.3 [9.0, 15.5] pp; rho(T_SGD, spread), 5 points -0.90 [-1.00, -0.50]; slope 1.0 pp",
         "SGD spread 3.2 pp")
     assert analysis.measure("x", float("nan"))["value"] is None
+    # a rule's line finer than one decimal: 05's best train accuracy against 99.5%
+    edge = analysis.measure("best train acc.", 99.28, 99.0046, 99.4952, unit="%", digits=3)
+    assert format_measured([edge])[0] == "best train acc. 99.280 [99.005, 99.495] %"
+    assert "digits" not in items[0]   # recorded only where it is not 1 (older verdict files read as 1)
 
 
 def test_clock_points_take_each_group_with_its_own_sigma_grid():
