@@ -19,6 +19,9 @@
 # The runs in bench/rerun_drop_runs/ are exports (config, metrics, summary; no checkpoints), so
 # `initlib import` checks each for damage before it is trusted, like any results folder.
 set -uo pipefail
+# The body is one function, read whole before it runs: bash reads a script as it goes, so an
+# edit of this file during a sweep would otherwise run from a shifted offset (seen once).
+main() {
 name=${1:?usage: bench/rerun_drop.sh NOTEBOOK [sweep options]}; shift
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -48,4 +51,6 @@ trap - TERM INT
 "$PY" -m initlib export "$out" --profile cpu --out bench/rerun_drop_runs
 "$PY" -m initlib status "$out" --profile cpu
 [ $stopped = 1 ] && echo "stopped; finished runs exported to bench/rerun_drop_runs/ (commit them)"
-exit $rc
+return $rc
+}
+main "$@"; exit $?
