@@ -158,7 +158,7 @@ def format_measured(items: list[dict]) -> tuple[str, str]:
         ci = f" [{num(m['lo'], m['unit'], d)}, {num(m['hi'], m['unit'], d)}]" if m["lo"] is not None else ""
         parts.append(f"{m['what']} {num(m['value'], m['unit'], d)}{ci}{unit}")
         if m["floor"] is not None:
-            floors.append(f"{m['what']} {m['floor']:.1f}{unit}")
+            floors.append(f"{m['what']} {m['floor']:.{d}f}{unit}")
     return "; ".join(parts), "; ".join(floors)
 
 

@@ -446,6 +446,8 @@ def test_headline_numbers_for_the_results_table():
     # a rule's line finer than one decimal: 05's best train accuracy against 99.5%
     edge = analysis.measure("best train acc.", 99.28, 99.0046, 99.4952, unit="%", digits=3)
     assert format_measured([edge])[0] == "best train acc. 99.280 [99.005, 99.495] %"
+    fine = analysis.measure("spread", 0.34, 0.1, 0.61, 0.456, digits=2)   # its floor too
+    assert format_measured([fine]) == ("spread 0.34 [0.10, 0.61] pp", "spread 0.46 pp")
     assert "digits" not in items[0]   # recorded only where it is not 1 (older verdict files read as 1)
 
 
