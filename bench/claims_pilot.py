@@ -51,6 +51,10 @@ sys.path.insert(0, str(ROOT))
 from initlib.clocks import steps_per_epoch  # noqa: E402
 STORE = ROOT / "runs_pilot"
 PILOT_RUNS = ROOT / "bench" / "claims_pilot_runs"  # finished pilot runs, committed (no checkpoints)
+# Where shipped runs are read: results/cpu, then bench/claims_pilot_runs/, which keeps the runs a
+# notebook shipped before it was rerun (01's 48 with the last batch kept, until session 44), so
+# that the notes read beside them still print what they quote.
+SHIPPED = (ROOT / "results" / "cpu", PILOT_RUNS)
 SIGMAS = (0.1, 2.5)
 PAPER_EPOCHS = 300
 
@@ -197,10 +201,20 @@ def plan_row(key: Key, cfg: dict) -> dict:
             "angle vs paper": angle}
 
 
-def result_row(key: Key, cfg: dict, store_dir: Path = STORE) -> dict:
+def run_dir_in(stores: Path | tuple[Path, ...], cfg: dict) -> Path:
+    """The run folder of ``cfg`` in the first of ``stores`` (one store or several) where it is
+    done, else in the first: a run read beside another may live in results/cpu or, once its
+    notebook no longer ships it, in bench/claims_pilot_runs/ (:data:`SHIPPED`)."""
+    from initlib import store
+    stores = (stores,) if isinstance(stores, Path) else stores
+    return next((store.run_dir(s, cfg) for s in stores if store.is_done(store.run_dir(s, cfg))),
+                store.run_dir(stores[0], cfg))
+
+
+def result_row(key: Key, cfg: dict, store_dir: Path | tuple[Path, ...] = STORE) -> dict:
     from initlib import store
     from initlib.metrics import share_interpolating_after_tau
-    rdir = store.run_dir(store_dir, cfg)
+    rdir = run_dir_in(store_dir, cfg)
     if not store.is_done(rdir):
         return {"candidate": str(key), "tau_interp": "(not run)"}
     s, e = store.read_summary(rdir), store.read_epochs(rdir)
@@ -212,7 +226,7 @@ def result_row(key: Key, cfg: dict, store_dir: Path = STORE) -> dict:
             "s_per_epoch": f"{e['wall_s'].median():.1f}"}
 
 
-def spread_rows(cfgs: dict[Key, dict], store_dir: Path = STORE) -> pd.DataFrame:
+def spread_rows(cfgs: dict[Key, dict], store_dir: Path | tuple[Path, ...] = STORE) -> pd.DataFrame:
     """Per candidate with both sigma_w done: the spread (sigma_w 2.5 minus 0.1's test accuracy, as
     max - min, on all 10,000 test images) of the selected and of the end-of-training predictors,
     and the train accuracy of the predictors each scores. One seed: no interval, and the floor is
@@ -223,9 +237,9 @@ def spread_rows(cfgs: dict[Key, dict], store_dir: Path = STORE) -> pd.DataFrame:
         runs = [(k, c) for k, c in cfgs.items() if k.cell == cell]
         if len(runs) < 2:
             continue  # one sigma_w: no spread
-        if not all(store.is_done(store.run_dir(store_dir, c)) for _, c in runs):
+        if not all(store.is_done(run_dir_in(store_dir, c)) for _, c in runs):
             continue
-        s = [store.read_summary(store.run_dir(store_dir, c)) for _, c in runs]
+        s = [store.read_summary(run_dir_in(store_dir, c)) for _, c in runs]
         sel, end = [x["selected_test_acc"] for x in s], [x["end_test_acc"] for x in s]
         rows.append({"candidate": cell,
                      "selected spread (pp)": f"{100 * (max(sel) - min(sel)):.1f}",
@@ -235,7 +249,7 @@ def spread_rows(cfgs: dict[Key, dict], store_dir: Path = STORE) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def run_tables(cfgs: dict[Key, dict], store_dir: Path = STORE) -> str:
+def run_tables(cfgs: dict[Key, dict], store_dir: Path | tuple[Path, ...] = STORE) -> str:
     """What the pilot prints for its selection: one row per run (where it interpolates and where
     selection lands), then, per cell with every sigma_w done, its spread on both measures."""
     out = markdown(pd.DataFrame([result_row(k, c, store_dir) for k, c in cfgs.items()]))
@@ -282,9 +296,10 @@ def grid_rows(cfgs: dict[Key, dict], shipped: tuple[str, dict] | None = None) ->
 
 def printed_tables(cfgs: dict[Key, dict], store_dir: Path = STORE, beside_shipped: bool = False) -> str:
     """The run tables main prints (:func:`run_tables`), and with ``beside_shipped`` those of the
-    same cells at their notebook's cpu width from results/cpu after them: what a notes file quotes."""
+    same cells at their notebook's cpu width after them, as shipped (:data:`SHIPPED`; a pilot's
+    cells keep the last batch, as 01's shipped runs did until session 44): what a notes file quotes."""
     out = run_tables(cfgs, store_dir)
-    return out + "\n\n" + run_tables(at_shipped_width(cfgs), ROOT / "results" / "cpu") if beside_shipped else out
+    return out + "\n\n" + run_tables(at_shipped_width(cfgs), SHIPPED) if beside_shipped else out
 
 
 def shipped_width(claim: str) -> float:
@@ -330,11 +345,18 @@ def shipped_configs(params_file: str) -> list[dict]:
     return bound(load_params(ROOT / "params" / params_file, "cpu"))
 
 
+def kept_batch_configs(params_file: str) -> list[dict]:
+    """A params file's cpu configs with the epoch's last batch kept (``last_batch: keep``, the
+    default), bound to the data: what results/cpu shipped for it before its rerun with the batch
+    dropped. 01's were shipped until session 44 and are in bench/claims_pilot_runs/ since."""
+    return [{**c, "last_batch": "keep"} for c in shipped_configs(params_file)]
+
+
 def shipped_sgd_grid() -> tuple[str, dict]:
-    """01's shipped low-lr SGD arm (cpu profile, width 0.125) as results/cpu ships it, for the grid table."""
-    return "01 shipped SGD, width 0.125", {"store": ROOT / "results" / "cpu",
-                                            "configs": [c for c in shipped_configs("01_optimizer_dependence.yaml")
-                                                        if c["optimizer"] == "sgd"]}
+    """01's low-lr SGD arm (cpu profile, width 0.125) with the last batch kept, as results/cpu
+    shipped it until session 44 (the arm the earlier pilots were read beside), for the grid table."""
+    return "01 SGD, width 0.125, last batch kept", {
+        "store": PILOT_RUNS, "configs": [c for c in kept_batch_configs("01_optimizer_dependence.yaml") if c["optimizer"] == "sgd"]}
 
 
 def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
@@ -525,12 +547,12 @@ def last_batch_by_b(store_dir: Path | None = None) -> str:
     lowest train accuracy after tau, and the train accuracy at the end (min - max)."""
     from initlib import store
     from initlib.metrics import share_interpolating_after_tau, tau_interp
-    src = store_dir or ROOT / "results" / "cpu"
-    cfgs = [c for f in ("01_optimizer_dependence.yaml", "04_batch_size.yaml") for c in shipped_configs(f)
-            if c["optimizer"] == "sgd" and c["last_batch"] == "keep"]
+    src = (store_dir,) if store_dir else SHIPPED
+    cfgs = [c for f in ("01_optimizer_dependence.yaml", "04_batch_size.yaml") for c in kept_batch_configs(f)
+            if c["optimizer"] == "sgd"]
     by_b: dict[int, list] = {}
-    for c in {store.run_dir(src, c).name: c for c in cfgs}.values():
-        rdir = store.run_dir(src, c)
+    for c in {store.run_dir(src[0], c).name: c for c in cfgs}.values():
+        rdir = run_dir_in(src, c)
         if store.is_done(rdir):
             by_b.setdefault(c["batch_size"], []).append((c, store.read_epochs(rdir)))
     def last_share(c) -> float:  # the last batch's share of b
