@@ -39,6 +39,9 @@ if base is None:
 if base.get("last_batch") == "drop":
     sys.exit(f"error: {src}: profiles.cpu.base already has last_batch: drop (the rerun has shipped)")
 base["last_batch"] = "drop"
+# only the notebook's own runs: its sources (06 reads 01-04) are rerun by their own notebooks,
+# and their paths are relative to params/, not to the declared grid's folder
+doc.pop("sources", None)
 yaml.safe_dump(doc, open(out, "w"), sort_keys=False)
 print(f"declared grid: {src} with profiles.cpu.base.last_batch = drop -> {out}")
 EOF
