@@ -579,6 +579,48 @@ def last_batch_by_b(store_dir: Path | None = None) -> str:
     return markdown(pd.DataFrame(rows)) + "\n\n" + "\n".join(lines)
 
 
+def rerun_01() -> str:
+    """01's cpu grid with the last batch kept (shipped until session 44; its runs in
+    bench/claims_pilot_runs/) beside the same grid with it dropped (results/cpu), read as notebook
+    01 reads them: per measure (the selected predictors, the paper's, then the end-of-training
+    ones) and optimizer, the spread (mean over seeds) with its 95% interval, its noise floor (95%
+    quantile), and how many predictors scored interpolate (the lowest train accuracy among
+    them). A grid with a run not done reads 'incomplete'."""
+    from initlib import analysis, store
+    f = "01_optimizer_dependence.yaml"
+    grids = {"kept": (PILOT_RUNS, kept_batch_configs(f)), "dropped": (ROOT / "results" / "cpu", shipped_configs(f))}
+    tables = {}  # (measure, last batch) -> (spread table by optimizer, predictors scored)
+    for label, (src, cfgs) in grids.items():
+        s = store.load_summaries(src, cfgs)
+        if len(s) < len(cfgs):
+            return f"01 with the last batch {label}: {len(s)} of {len(cfgs)} runs done: incomplete"
+        for measure, scored in (("selected", analysis.at_selected(s)), ("end", analysis.at_end_of_training(s))):
+            tables[measure, label] = analysis.spread_table(scored, ["optimizer"]).set_index("optimizer"), scored
+    rows = []
+    for measure in ("selected", "end"):
+        for opt in tables[measure, "kept"][0].index:
+            for label in grids:
+                t, scored = tables[measure, label]
+                r, n = t.loc[opt], scored["optimizer"].eq(opt).sum()
+                rows.append({"measure": measure, "optimizer": opt, "last batch": label,
+                             "spread pp [95%]": f"{r['spread_pp']:.1f} [{r['ci_lo_pp']:.1f}, {r['ci_hi_pp']:.1f}]",
+                             "floor q95": f"{r['floor_hi_pp']:.1f}",
+                             "interpolate (lowest train acc)":
+                                 f"{round(r['interpolated'] * n / 100)}/{n} ({r['min_max_train_acc']:.1f}%)"})
+    # run by run: does training stay fitted after it first interpolates?
+    from initlib.metrics import share_interpolating_after_tau, tau_interp
+    fitted = []
+    for opt in tables["selected", "kept"][0].index:
+        for label, (src, cfgs) in grids.items():
+            runs = [store.read_epochs(store.run_dir(src, c)) for c in cfgs if c["optimizer"] == opt]
+            after = [share_interpolating_after_tau(e) for e in runs if tau_interp(e) is not None]
+            fitted.append({"optimizer": opt, "last batch": label,
+                           "runs that interpolate": f"{len(after)}/{len(runs)}",
+                           "epochs after tau at >= 99%": _range(after, ".0%") if after else "-",
+                           "train acc at the end": _range([e["train_acc"].iloc[-1] for e in runs], ".1%")})
+    return markdown(pd.DataFrame(rows)) + "\n\n" + markdown(pd.DataFrame(fitted))
+
+
 def spearman_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     """Spearman's rho of paired x, y and its 95% percentile interval over resampled pairs
     (scipy.stats.bootstrap, 2,000 resamples, a fixed seed)."""
@@ -658,12 +700,17 @@ def main():
     ap.add_argument("--workers", type=int, default=2,
                     help="with --train: worker processes (default 2, single-threaded, one per core; 1 trains in "
                          "this process on torch's default threads)")
+    ap.add_argument("--rerun01", action="store_true",
+                    help="01's cpu grid with the last batch kept beside its rerun with it dropped, per optimizer")
     ap.add_argument("--last-batch", action="store_true",
                     help="01/04's shipped SGD runs by b: the last batch's share of b and whether runs stay fitted; "
                          "then each pilot run of --claims/--only with the last batch dropped beside its twin that kept it")
     a = ap.parse_args()
     if a.batch_sizes04:
         print(batch_sizes_04())
+        return
+    if a.rerun01:
+        print(rerun_01())
         return
     if a.same_clock03:
         print(same_clock_03())

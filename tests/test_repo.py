@@ -263,12 +263,14 @@ def test_the_last_batch_notes_are_what_claims_pilot_prints():
 
 
 def test_the_t_adapt_notes_are_what_notebook_06_reports():
-    """bench/claims_pilot.md's session-40 table (06's T_adapt family: Muon at three lr) quotes
-    the T_adapt rows of notebook 06's committed cpu report, every one of them and nothing else."""
+    """bench/claims_pilot.md's latest table of 06's T_adapt family (the last block after "Notebook
+    06's T_adapt rows": session 40's, Muon at three lr, as it then was; session 44's, after 01's
+    rerun) quotes the T_adapt rows of notebook 06's committed cpu report, every one of them and
+    nothing else."""
     from initlib.notebook import checked_outputs, read_notebook
     table = checked_outputs(read_notebook(ROOT / "reports" / "cpu" / "06_clocks.ipynb"))[0]
     reported = [line for line in table.splitlines() if line.split()[1:2] == ["T_adapt"]]
-    notes = (ROOT / "bench" / "claims_pilot.md").read_text().split("## Session 40", 1)[1]
+    notes = (ROOT / "bench" / "claims_pilot.md").read_text().rsplit("Notebook 06's T_adapt rows", 1)[1]
     block = notes.split("```", 2)[1].strip("\n").splitlines()
     quoted = [line for line in block if line.split()[1:2] == ["T_adapt"]]
     assert len(reported) >= 5 and quoted == reported, (quoted, reported)
@@ -299,3 +301,13 @@ def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
     empty = subprocess.run([sys.executable, "-m", "initlib", "verdicts", str(tmp_path / "none")], cwd=ROOT,
                            capture_output=True, text=True)
     assert empty.returncode == 2 and "no *.verdict.json" in empty.stderr
+
+
+def test_the_rerun01_notes_are_what_claims_pilot_prints():
+    """bench/claims_pilot.md's session-44 tables are what `claims_pilot.py --rerun01` prints: 01's
+    cpu grid with the last batch kept (bench/claims_pilot_runs/) beside its rerun with it dropped
+    (results/cpu), every run of both done, one row per optimizer, measure and last batch."""
+    out = _claims_pilot().rerun_01()
+    assert "incomplete" not in out, out
+    assert out.count("| kept |") == out.count("| dropped |") == 4 * 2 + 4, out
+    assert_notes_quote("claims_pilot.md", out)
