@@ -585,8 +585,10 @@ def rerun_01() -> str:
     01 reads them: per measure (the selected predictors, the paper's, then the end-of-training
     ones) and optimizer, the spread (mean over seeds) with its 95% interval, its noise floor (95%
     quantile), and how many predictors scored interpolate (the lowest train accuracy among
-    them). A grid with a run not done reads 'incomplete'."""
+    them); then, per optimizer, whether its runs stay fitted after they first interpolate. A
+    grid with a run not done reads 'incomplete'."""
     from initlib import analysis, store
+    from initlib.metrics import share_interpolating_after_tau, tau_interp
     f = "01_optimizer_dependence.yaml"
     grids = {"kept": (PILOT_RUNS, kept_batch_configs(f)), "dropped": (ROOT / "results" / "cpu", shipped_configs(f))}
     tables = {}  # (measure, last batch) -> (spread table by optimizer, predictors scored)
@@ -601,15 +603,13 @@ def rerun_01() -> str:
         for opt in tables[measure, "kept"][0].index:
             for label in grids:
                 t, scored = tables[measure, label]
-                r, n = t.loc[opt], scored["optimizer"].eq(opt).sum()
+                r, mine = t.loc[opt], scored[scored["optimizer"] == opt]
                 rows.append({"measure": measure, "optimizer": opt, "last batch": label,
                              "spread pp [95%]": f"{r['spread_pp']:.1f} [{r['ci_lo_pp']:.1f}, {r['ci_hi_pp']:.1f}]",
                              "floor q95": f"{r['floor_hi_pp']:.1f}",
                              "interpolate (lowest train acc)":
-                                 f"{round(r['interpolated'] * n / 100)}/{n} ({r['min_max_train_acc']:.1f}%)"})
-    # run by run: does training stay fitted after it first interpolates?
-    from initlib.metrics import share_interpolating_after_tau, tau_interp
-    fitted = []
+                                 f"{int(mine['interpolated'].sum())}/{len(mine)} ({r['min_max_train_acc']:.1f}%)"})
+    fitted = []  # run by run: does training stay fitted after it first interpolates?
     for opt in tables["selected", "kept"][0].index:
         for label, (src, cfgs) in grids.items():
             runs = [store.read_epochs(store.run_dir(src, c)) for c in cfgs if c["optimizer"] == opt]
