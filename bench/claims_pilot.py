@@ -632,24 +632,17 @@ def spearman_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float
 
 def last_batch_pairs(cfgs: dict[Key, dict], store_dir: Path = STORE) -> str:
     """Each pilot run with the last batch dropped beside its twin that kept it (the same config
-    otherwise: the same hash as a shipped or earlier pilot run, read from ``store_dir`` or
-    results/cpu), one row each (:func:`result_row`); then, per cell, both spreads."""
-    from initlib import store
-    shipped = ROOT / "results" / "cpu"
-    pairs = []  # (key, [(label, config, store it is read from)])
-    for k, c in cfgs.items():
-        if c["last_batch"] == "drop":
-            kept = {**c, "last_batch": "keep"}
-            src = shipped if store.is_done(store.run_dir(shipped, kept)) else store_dir
-            pairs.append((k, [("dropped", c, store_dir), ("kept", kept, src)]))
-    rows = [{**result_row(k, c, src), "last batch": label} for k, twins in pairs for label, c, src in twins]
-    spreads = []
-    for i, label in enumerate(("dropped", "kept")):  # each side's spread, cell by cell
-        for cell in dict.fromkeys(k.cell for k, _ in pairs):
-            side = {k: twins[i] for k, twins in pairs if k.cell == cell}  # Key -> (label, config, store)
-            read_from = next(iter(side.values()))[2]
-            t = spread_rows({k: c for k, (_, c, _) in side.items()}, read_from)
-            spreads += [{**r, "last batch": label} for r in t.to_dict("records")]
+    otherwise: the same hash as a shipped or earlier pilot run, read from results/cpu or
+    ``store_dir``, :func:`run_dir_in`), one row each (:func:`result_row`); then, per cell, both
+    spreads."""
+    dropped = {k: c for k, c in cfgs.items() if c["last_batch"] == "drop"}
+    kept = {k: {**c, "last_batch": "keep"} for k, c in dropped.items()}
+    sides = (("dropped", dropped, store_dir), ("kept", kept, (ROOT / "results" / "cpu", store_dir)))
+    rows = [{**result_row(k, side[k], stores), "last batch": label}
+            for k in dropped for label, side, stores in sides]
+    spreads = [{**r, "last batch": label}  # each side's spread, cell by cell
+               for label, side, stores in sides for cell in dict.fromkeys(k.cell for k in dropped)
+               for r in spread_rows({k: c for k, c in side.items() if k.cell == cell}, stores).to_dict("records")]
     out = markdown(pd.DataFrame(rows))
     return out + ("\n\n" + markdown(pd.DataFrame(spreads)) if spreads else "")
 
