@@ -579,42 +579,47 @@ def last_batch_by_b(store_dir: Path | None = None) -> str:
     return markdown(pd.DataFrame(rows)) + "\n\n" + "\n".join(lines)
 
 
-def rerun_01() -> str:
-    """01's cpu grid with the last batch kept (shipped until session 44; its runs in
-    bench/claims_pilot_runs/) beside the same grid with it dropped (results/cpu), read as notebook
-    01 reads them: per measure (the selected predictors, the paper's, then the end-of-training
-    ones) and optimizer, the spread (mean over seeds) with its 95% interval, its noise floor (95%
+# Each rerun with the last batch dropped, read by the grid's own factor (the rows of its table).
+RERUN_BY = {"01_optimizer_dependence": "optimizer", "04_batch_size": "batch_size", "06_clocks": "lr"}
+
+
+def rerun(notebook: str) -> str:
+    """A notebook's cpu grid with the last batch kept (shipped until its rerun; the runs in
+    bench/claims_pilot_runs/ since) beside the same grid with it dropped (results/cpu), read as
+    the notebooks read them: per measure (the selected predictors, the paper's, then the
+    end-of-training ones) and value of the grid's factor (:data:`RERUN_BY`: 01's optimizer, 04's
+    b, 06's lr), the spread (mean over seeds) with its 95% interval, its noise floor (95%
     quantile), and how many predictors scored interpolate (the lowest train accuracy among
-    them); then, per optimizer, whether its runs stay fitted after they first interpolate. A
-    grid with a run not done reads 'incomplete'."""
+    them); then, per value, whether its runs stay fitted after they first interpolate. A grid
+    with a run not done reads 'incomplete'."""
     from initlib import analysis, store
     from initlib.metrics import share_interpolating_after_tau, tau_interp
-    f = "01_optimizer_dependence.yaml"
+    f, by = f"{notebook}.yaml", RERUN_BY[notebook]
     grids = {"kept": (PILOT_RUNS, kept_batch_configs(f)), "dropped": (ROOT / "results" / "cpu", shipped_configs(f))}
-    tables = {}  # (measure, last batch) -> (spread table by optimizer, predictors scored)
+    tables = {}  # (measure, last batch) -> (spread table by the factor, predictors scored)
     for label, (src, cfgs) in grids.items():
         s = store.load_summaries(src, cfgs)
         if len(s) < len(cfgs):
-            return f"01 with the last batch {label}: {len(s)} of {len(cfgs)} runs done: incomplete"
+            return f"{notebook} with the last batch {label}: {len(s)} of {len(cfgs)} runs done: incomplete"
         for measure, scored in (("selected", analysis.at_selected(s)), ("end", analysis.at_end_of_training(s))):
-            tables[measure, label] = analysis.spread_table(scored, ["optimizer"]).set_index("optimizer"), scored
+            tables[measure, label] = analysis.spread_table(scored, [by]).set_index(by), scored
     rows = []
     for measure in ("selected", "end"):
-        for opt in tables[measure, "kept"][0].index:
+        for value in tables[measure, "kept"][0].index:
             for label in grids:
                 t, scored = tables[measure, label]
-                r, mine = t.loc[opt], scored[scored["optimizer"] == opt]
-                rows.append({"measure": measure, "optimizer": opt, "last batch": label,
+                r, mine = t.loc[value], scored[scored[by] == value]
+                rows.append({"measure": measure, by: value, "last batch": label,
                              "spread pp [95%]": f"{r['spread_pp']:.1f} [{r['ci_lo_pp']:.1f}, {r['ci_hi_pp']:.1f}]",
                              "floor q95": f"{r['floor_hi_pp']:.1f}",
                              "interpolate (lowest train acc)":
                                  f"{int(mine['interpolated'].sum())}/{len(mine)} ({r['min_max_train_acc']:.1f}%)"})
     fitted = []  # run by run: does training stay fitted after it first interpolates?
-    for opt in tables["selected", "kept"][0].index:
+    for value in tables["selected", "kept"][0].index:
         for label, (src, cfgs) in grids.items():
-            runs = [store.read_epochs(store.run_dir(src, c)) for c in cfgs if c["optimizer"] == opt]
+            runs = [store.read_epochs(store.run_dir(src, c)) for c in cfgs if c[by] == value]
             after = [share_interpolating_after_tau(e) for e in runs if tau_interp(e) is not None]
-            fitted.append({"optimizer": opt, "last batch": label,
+            fitted.append({by: value, "last batch": label,
                            "runs that interpolate": f"{len(after)}/{len(runs)}",
                            "epochs after tau at >= 99%": _range(after, ".0%") if after else "-",
                            "train acc at the end": _range([e["train_acc"].iloc[-1] for e in runs], ".1%")})
@@ -693,8 +698,9 @@ def main():
     ap.add_argument("--workers", type=int, default=2,
                     help="with --train: worker processes (default 2, single-threaded, one per core; 1 trains in "
                          "this process on torch's default threads)")
-    ap.add_argument("--rerun01", action="store_true",
-                    help="01's cpu grid with the last batch kept beside its rerun with it dropped, per optimizer")
+    ap.add_argument("--rerun", choices=sorted(RERUN_BY), default=None,
+                    help="a notebook's cpu grid with the last batch kept beside its rerun with it dropped, per value "
+                         "of its factor (01: optimizer, 04: b, 06: lr)")
     ap.add_argument("--last-batch", action="store_true",
                     help="01/04's shipped SGD runs by b: the last batch's share of b and whether runs stay fitted; "
                          "then each pilot run of --claims/--only with the last batch dropped beside its twin that kept it")
@@ -702,8 +708,8 @@ def main():
     if a.batch_sizes04:
         print(batch_sizes_04())
         return
-    if a.rerun01:
-        print(rerun_01())
+    if a.rerun:
+        print(rerun(a.rerun))
         return
     if a.same_clock03:
         print(same_clock_03())

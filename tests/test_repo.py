@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -303,11 +304,13 @@ def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
     assert empty.returncode == 2 and "no *.verdict.json" in empty.stderr
 
 
-def test_the_rerun01_notes_are_what_claims_pilot_prints():
-    """bench/claims_pilot.md's session-44 tables are what `claims_pilot.py --rerun01` prints: 01's
-    cpu grid with the last batch kept (bench/claims_pilot_runs/) beside its rerun with it dropped
-    (results/cpu), every run of both done, one row per optimizer, measure and last batch."""
-    out = _claims_pilot().rerun_01()
+@pytest.mark.parametrize("notebook, rows", [("01_optimizer_dependence", 4 * 2 + 4), ("06_clocks", 2 * 2 + 2)])
+def test_the_rerun_notes_are_what_claims_pilot_prints(notebook, rows):
+    """bench/claims_pilot.md's tables of a shipped rerun (session 44: 01's; session 45: 06's)
+    are what `claims_pilot.py --rerun NOTEBOOK` prints: its cpu grid with the last batch kept
+    (bench/claims_pilot_runs/) beside its rerun with it dropped (results/cpu), every run of both
+    done, one row per value of the grid's factor (01: optimizer, 06: lr), measure and last batch."""
+    out = _claims_pilot().rerun(notebook)
     assert "incomplete" not in out, out
-    assert out.count("| kept |") == out.count("| dropped |") == 4 * 2 + 4, out
+    assert out.count("| kept |") == out.count("| dropped |") == rows, out
     assert_notes_quote("claims_pilot.md", out)
