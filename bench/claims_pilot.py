@@ -102,6 +102,12 @@ CANDIDATES = {
         # shares count the epochs from tau on; `--last-batch` prints those after tau.)
         "drop_last": (dict(lr=0.015, last_batch="drop"), dict(lr=1e-3, l2=0.0, b=128)),
         "adam_drop_last": (dict(optimizer="adam", lr=5e-3, last_batch="drop"), None),
+        # width0.25 with the last batch dropped (session 45, chosen before it ran): at width 0.25
+        # 9 of 12 selected predictors interpolated with the batch kept (sessions 26-27), the three
+        # misses near-ties between epochs whose train accuracy swung, which the batch of 8 caused
+        # at width 0.125. Do both sigma_w ends' selected predictors interpolate without it? These
+        # are 03's low-lr runs with the batch dropped (the same configs: its rerun's first runs).
+        "width0.25_drop_last": (dict(lr=0.015, width=0.25, last_batch="drop"), dict(lr=1e-3, l2=0.0, b=128)),
     },
     "03": {
         # the larger-lr arm at 10x 01's lr; L2 so that T_L2 is the paper's 9.4 (eta lambda 18x the
