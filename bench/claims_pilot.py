@@ -50,11 +50,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from initlib.clocks import steps_per_epoch  # noqa: E402
 STORE = ROOT / "runs_pilot"
+RESULTS_CPU = ROOT / "results" / "cpu"  # the runs the cpu reports read (make results PROFILE=cpu)
 PILOT_RUNS = ROOT / "bench" / "claims_pilot_runs"  # finished pilot runs, committed (no checkpoints)
 # Where shipped runs are read: results/cpu, then bench/claims_pilot_runs/, which keeps the runs a
-# notebook shipped before it was rerun (01's 48 with the last batch kept, until session 44), so
-# that the notes read beside them still print what they quote.
-SHIPPED = (ROOT / "results" / "cpu", PILOT_RUNS)
+# notebook shipped before it was rerun with the last batch dropped (01's 48 until session 44, 06's
+# 12 until session 45), so that the notes read beside them still print what they quote.
+SHIPPED = (RESULTS_CPU, PILOT_RUNS)
 SIGMAS = (0.1, 2.5)
 PAPER_EPOCHS = 300
 
@@ -377,7 +378,7 @@ def verdict_03(arms: str, seeds, sigmas, low_sigmas) -> str:
     from initlib import analysis, store
     if arms == "shipped":
         cs = shipped_configs("03_l2_and_lr.yaml")
-        store_dir = ROOT / "results" / "cpu"
+        store_dir = RESULTS_CPU
     elif arms == "width0.25":
         cs = pilot_configs(list(configs(["01"], ["width0.25"], seeds, low_sigmas).values()) +
                            list(configs(["03"], ["lr0.15_l2_T4.7_width0.25"], seeds, sigmas).values()))
@@ -407,10 +408,10 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     params = load_params(ROOT / "params" / "05_depth.yaml", "cpu")
     shipped = bound(params)
     if arms == "shipped":
-        sources = [(ROOT / "results" / "cpu", shipped)]
+        sources = [(RESULTS_CPU, shipped)]
     elif arms == "resnet110_w0.5":
         kept = [{**c, "last_batch": "keep"} for c in shipped if c["arch"] == "resnet9"]
-        sources = [(ROOT / "results" / "cpu", kept),
+        sources = [(RESULTS_CPU, kept),
                    (pilot_store, pilot_configs(configs(["05"], [arms]).values()))]
     else:
         raise SystemExit(f"--verdict05 {arms}: expected 'shipped' or 'resnet110_w0.5'")
@@ -452,7 +453,7 @@ def same_clock_03(store_dir: Path | None = None) -> str:
     not a verdict."""
     from initlib import analysis, store
     from initlib.stats import difference_interval, trend_interval
-    store_dir = store_dir or ROOT / "results" / "cpu"
+    store_dir = store_dir or RESULTS_CPU
     doses = {d for row in SAME_CLOCK_03.values() for d in row}
     cs = [c for c in shipped_configs("03_l2_and_lr.yaml")
           if (c["lr"], c["l2"]) in doses and c["sigma_w"] in SAME_CLOCK_SIGMAS]
@@ -522,7 +523,7 @@ def batch_sizes_04(store_dir: Path | None = None) -> str:
     end-of-training spreads with their 95% intervals and floors (analysis.spread_table, as notebook
     04 reads them), and how many of each measure's predictors interpolate (the lowest train acc.)."""
     from initlib import analysis, store
-    s = store.load_summaries(store_dir or ROOT / "results" / "cpu", shipped_configs("04_batch_size.yaml"))
+    s = store.load_summaries(store_dir or RESULTS_CPU, shipped_configs("04_batch_size.yaml"))
     sel = analysis.spread_table(analysis.at_selected(s), ["batch_size"])
     end = analysis.spread_table(analysis.at_end_of_training(s), ["batch_size"])
 
@@ -601,7 +602,7 @@ def rerun(notebook: str) -> str:
     from initlib import analysis, store
     from initlib.metrics import share_interpolating_after_tau, tau_interp
     f, by = f"{notebook}.yaml", RERUN_BY[notebook]
-    grids = {"kept": (PILOT_RUNS, kept_batch_configs(f)), "dropped": (ROOT / "results" / "cpu", shipped_configs(f))}
+    grids = {"kept": (PILOT_RUNS, kept_batch_configs(f)), "dropped": (RESULTS_CPU, shipped_configs(f))}
     tables = {}  # (measure, last batch) -> (spread table by the factor, predictors scored)
     for label, (src, cfgs) in grids.items():
         s = store.load_summaries(src, cfgs)
@@ -648,7 +649,7 @@ def last_batch_pairs(cfgs: dict[Key, dict], store_dir: Path = STORE) -> str:
     spreads."""
     dropped = {k: c for k, c in cfgs.items() if c["last_batch"] == "drop"}
     kept = {k: {**c, "last_batch": "keep"} for k, c in dropped.items()}
-    sides = (("dropped", dropped, store_dir), ("kept", kept, (ROOT / "results" / "cpu", store_dir)))
+    sides = (("dropped", dropped, store_dir), ("kept", kept, (RESULTS_CPU, store_dir)))
     rows = [{**result_row(k, side[k], stores), "last batch": label}
             for k in dropped for label, side, stores in sides]
     spreads = [{**r, "last batch": label}  # each side's spread, cell by cell
