@@ -397,8 +397,9 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     the params file's large_sigma_w), with the depth table its notebook shows: ``shipped`` reads
     05's cpu runs from results/cpu (it must print the committed report's verdict: the check that
     this reads the runs as the notebook does); ``resnet110_w0.5`` reads 05's ResNet-9 runs with the
-    last batch kept, as the ResNet-110 pilot trained (01's shipped SGD runs, results/cpu; 05's own
-    drop it since session 42), with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
+    last batch kept, as the ResNet-110 pilot trained (01's SGD runs as shipped until session 44,
+    and 04's b = 128 arm until session 46: bench/claims_pilot_runs/ since; 05's own drop it since
+    session 42), with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
     for ResNet-110 alone (the rule holds if some deep architecture fails at large sigma_w while it
     interpolates at the smallest: with ResNet-56 beside it, ResNet-110 could not change the word).
     Every run must be done. ``pilot_store``: where the pilot's runs are read (PILOT_RUNS: the
@@ -411,7 +412,7 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
         sources = [(RESULTS_CPU, shipped)]
     elif arms == "resnet110_w0.5":
         kept = [{**c, "last_batch": "keep"} for c in shipped if c["arch"] == "resnet9"]
-        sources = [(RESULTS_CPU, kept),
+        sources = [(PILOT_RUNS, kept),
                    (pilot_store, pilot_configs(configs(["05"], [arms]).values()))]
     else:
         raise SystemExit(f"--verdict05 {arms}: expected 'shipped' or 'resnet110_w0.5'")
@@ -528,7 +529,7 @@ def batch_sizes_04(store_dir: Path | None = None) -> str:
     end = analysis.spread_table(analysis.at_end_of_training(s), ["batch_size"])
 
     def share(t) -> str:  # how many of a row's predictors interpolate (the lowest train acc.)
-        return f"{round(t['interpolated'] * t['runs'] / 100)}/{t['runs']} ({t['min_max_train_acc']:.1f}%)"
+        return f"{round(t['interpolated'] * t['runs'] / 100)}/{t['runs']} ({analysis.train_acc_text(t['min_max_train_acc'])}%)"
     rows = []
     for (_, a), (_, e) in zip(sel.iterrows(), end.iterrows()):
         b = int(a["batch_size"])
@@ -547,9 +548,17 @@ def _range(values, spec: str) -> str:
     return f"{lo:{spec}}" if f"{lo:{spec}}" == f"{hi:{spec}}" else f"{lo:{spec}} - {hi:{spec}}"
 
 
+def train_acc_range(values) -> str:
+    """Train accuracies (fractions) as a percent range, min - max, each end as the notebooks
+    print it (analysis.train_acc_text: a value below the 99.5% line never reads as on it)."""
+    from initlib.analysis import train_acc_text
+    lo, hi = (train_acc_text(100 * v) for v in (min(values), max(values)))
+    return f"{lo}%" if lo == hi else f"{lo}% - {hi}%"
+
+
 def last_batch_by_b(store_dir: Path | None = None) -> str:
-    """01's and 04's shipped SGD runs (width 0.125, 5,000 images, lr 0.015, 128 epochs; every one
-    with the last batch kept), one row per b: the last batch (n mod b, or b) and its share of b,
+    """01's and 04's SGD runs with the last batch kept (width 0.125, 5,000 images, lr 0.015, 128
+    epochs; shipped until their reruns, in bench/claims_pilot_runs/ since), one row per b: the last batch (n mod b, or b) and its share of b,
     and, over the runs, the share of the epochs after tau_interp at >= 99% train accuracy, the
     lowest train accuracy after tau, and the train accuracy at the end (min - max)."""
     from initlib import store
@@ -620,7 +629,8 @@ def rerun(notebook: str) -> str:
                              "spread pp [95%]": f"{r['spread_pp']:.1f} [{r['ci_lo_pp']:.1f}, {r['ci_hi_pp']:.1f}]",
                              "floor q95": f"{r['floor_hi_pp']:.1f}",
                              "interpolate (lowest train acc)":
-                                 f"{int(mine['interpolated'].sum())}/{len(mine)} ({r['min_max_train_acc']:.1f}%)"})
+                                 f"{int(mine['interpolated'].sum())}/{len(mine)} "
+                                 f"({analysis.train_acc_text(r['min_max_train_acc'])}%)"})
     fitted = []  # run by run: does training stay fitted after it first interpolates?
     for value in tables["selected", "kept"][0].index:
         for label, (src, cfgs) in grids.items():
@@ -629,7 +639,7 @@ def rerun(notebook: str) -> str:
             fitted.append({by: value, "last batch": label,
                            "runs that interpolate": f"{len(after)}/{len(runs)}",
                            "epochs after tau at >= 99%": _range(after, ".0%") if after else "-",
-                           "train acc at the end": _range([e["train_acc"].iloc[-1] for e in runs], ".1%")})
+                           "train acc at the end": train_acc_range([e["train_acc"].iloc[-1] for e in runs])})
     return markdown(pd.DataFrame(rows)) + "\n\n" + markdown(pd.DataFrame(fitted))
 
 

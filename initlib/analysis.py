@@ -68,6 +68,18 @@ def measure(what: str, value, lo=math.nan, hi=math.nan, floor=None, unit: str = 
     return out if digits == 1 else {**out, "digits": digits}
 
 
+def train_acc_text(pct: float, digits: int = 1) -> str:
+    """A train accuracy in percent, with ``digits`` decimals, or as many more as it takes (up to 4,
+    then rounded down) not to show a value below the interpolation line (99.5%) as on it: 99.48
+    reads "99.48", not "99.5" (a run the rule leaves out must not read as one that fits)."""
+    line = 100 * metrics.INTERP_THRESHOLD
+    for digits in range(digits, max(digits, 4) + 1):
+        text = f"{pct:.{digits}f}"
+        if not pct < line <= float(text):
+            return text
+    return f"{math.floor(pct * 1e4) / 1e4:.4f}"
+
+
 def decided_by_rule(fn):
     """Attach ``fn``'s docstring (its rule, in words) to the Verdict it returns, so that the
     rule printed beside a verdict is the one the code states, never a paraphrase."""
@@ -324,14 +336,22 @@ def accuracy_by_sigma(summaries: pd.DataFrame, by: list[str],
     return out
 
 
+# Columns that hold the lowest train accuracy (%) of the predictors scored: tables print them as
+# :func:`train_acc_text` does, so that a row the rule leaves out never reads "99.5".
+TRAIN_ACC_COLUMNS = ("min_max_train_acc", "lowest_train_acc_scored")
+
+
 def format_table(df: pd.DataFrame, digits: int = 1) -> str:
-    """A plain-text table with fixed rounding (what the regression tests compare)."""
+    """A plain-text table with fixed rounding (what the regression tests compare); the lowest
+    train accuracies (:data:`TRAIN_ACC_COLUMNS`) with more digits where one would blur the line."""
     out = df.copy()
     for c in out.columns:
         if c in ("lr", "l2", "weight_decay", "sigma_w", "width"):
             out[c] = out[c].map(lambda v: f"{v:g}")
         elif c in CLOCKS or c.startswith("T_"):
             out[c] = out[c].map(lambda v: f"{v:.3g}")
+        elif c in TRAIN_ACC_COLUMNS:
+            out[c] = out[c].map(lambda v: "nan" if not np.isfinite(v) else train_acc_text(v, digits))
         elif out[c].dtype.kind == "f":
             out[c] = out[c].map(lambda v: "nan" if not np.isfinite(v) else f"{v:.{digits}f}")
     return out.to_string(index=False)
@@ -418,7 +438,7 @@ def verdict_optimizer_dependence(table: pd.DataFrame, differences: pd.DataFrame)
     parts = "; ".join(f"minus {o} {t[o]:.1f}: {d.loc[o, 'diff_pp']:+.1f} pp "
                       f"[{d.loc[o, 'diff_lo_pp']:+.1f}, {d.loc[o, 'diff_hi_pp']:+.1f}]" for o in adaptive)
     premise = (f"SGD's scored predictors interpolate in {sgd['interpolated']:.0f}% of runs (lowest train acc. "
-               f"{sgd['min_max_train_acc']:.1f}%)")
+               f"{train_acc_text(sgd['min_max_train_acc'])}%)")
     if not interpolating:
         premise += ": the claim's premise (>= 99.5% train accuracy) is not met"
     measured = [measure(f"{o} spread", t[o], rows.loc[o, "ci_lo_pp"], rows.loc[o, "ci_hi_pp"],
@@ -553,7 +573,8 @@ def verdict_long_training(selected: pd.DataFrame, end: pd.DataFrame, main_horizo
         if name == "end-of-training" and not fit >= 100 * metrics.INTERP_THRESHOLD:
             verdicts.append(None)
             parts.append(f"end-of-training: the predictors do not all interpolate at {main_horizon} and {longest} "
-                         f"epochs (lowest train accuracy {fit:.1f}%), so their spreads ({c['main']:.1f} pp at "
+                         f"epochs (lowest train accuracy {train_acc_text(fit)}%), so their spreads "
+                         f"({c['main']:.1f} pp at "
                          f"{main_horizon}, {c['long']:.1f} at {longest}) are not the claim's: not decided")
             continue
         if name == "selected" and c["same_checkpoints"]:
@@ -618,8 +639,8 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                           f"lr={lo['lr'].iloc[0]:g}, no L2: difference {d:+.1f} pp [{d_lo:+.1f}, {d_hi:+.1f}] (95%)"
                           + ("" if trained else f"; but that cell's predictors scored interpolate in only "
                              f"{hi['interpolated'].iloc[0]:.0f}% of its runs (train acc. "
-                             f"{hi['min_max_train_acc'].iloc[0]:.1f}% at the lowest): the claim's premise (>= 99.5%) "
-                             "is not met, and a spread also shrinks in predictors that do not fit their training set"),
+                             f"{train_acc_text(hi['min_max_train_acc'].iloc[0])}% at the lowest): "
+                             "the claim's premise (>= 99.5%) is not met, and a spread also shrinks in predictors that do not fit their training set"),
                    measured=measured, premise_met=trained)
 
 
@@ -679,7 +700,8 @@ def verdict_batch_size(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     if len(short):
         holds = None
         premise = ("; but the predictors scored do not all interpolate at " + ", ".join(
-            f"b={int(r['batch_size'])} ({r['interpolated']:.0f}% do, lowest train acc. {r['min_max_train_acc']:.1f}%)"
+            f"b={int(r['batch_size'])} ({r['interpolated']:.0f}% do, "
+            f"lowest train acc. {train_acc_text(r['min_max_train_acc'])}%)"
             for _, r in short.iterrows()) + ": the claim's premise is not met")
     return Verdict(holds, f"slope of the spread per doubling of b {k:+.2f} pp [{lo:+.2f}, {hi:+.2f}] (95%); "
                           f"Spearman rho {rho:+.2f} (spreads in pp: {pairs})" + premise,

@@ -200,6 +200,16 @@ def test_batch_size_verdict_is_a_trend_whose_interval_excludes_zero():
     # 4 of its 6 predictors interpolate (2 per b): 66.7%, a share, never above 100
     share = next(m for m in v.measured if m["what"] == "predictors scored that interpolate")
     assert share["value"] == pytest.approx(66.6667) and share["unit"] == "%"
+    # one run 0.02 pp short of the line: it reads as short, never as "99.5%"
+    s.loc[s["batch_size"] == 256, "max_train_acc"] = 0.9948
+    v = analysis.verdict_batch_size(analysis.spread_table(s, ["batch_size"]), s)
+    assert v.holds is None and "b=256 (0% do, lowest train acc. 99.48%)" in v.text
+
+
+@pytest.mark.parametrize("pct, text", [(73.26, "73.3"), (99.48, "99.48"), (99.4952, "99.495"), (99.5, "99.5"),
+                                       (99.96, "100.0"), (99.44, "99.4"), (99.49996, "99.4999")])
+def test_a_train_accuracy_below_the_line_never_reads_as_on_it(pct, text):
+    assert analysis.train_acc_text(pct) == text
 
 
 def horizon_rows(spreads, epochs=("28/45", "28/45")):

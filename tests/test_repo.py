@@ -233,8 +233,9 @@ def test_the_replication_notes_are_what_the_pilot_prints():
 
 
 def test_the_batch_size_notes_are_what_the_pilot_prints():
-    """bench/claims_pilot.md's session-39 table (04's five b, both measures) is what
-    `claims_pilot.py --batch-sizes04` prints from results/cpu, one row per b of 04's grid."""
+    """bench/claims_pilot.md's table of 04's five b on both measures (session 39's, printed again
+    in session 46 from the runs with the last batch dropped) is what `claims_pilot.py
+    --batch-sizes04` prints from results/cpu, one row per b of 04's grid."""
     from initlib.params import load_params
     out = _claims_pilot().batch_sizes_04()
     grid = sorted({c["batch_size"] for c in load_params(ROOT / "params" / "04_batch_size.yaml", "cpu").configs})
@@ -244,8 +245,9 @@ def test_the_batch_size_notes_are_what_the_pilot_prints():
 
 def test_the_last_batch_notes_are_what_claims_pilot_prints():
     """bench/claims_pilot.md's session-41 tables are what `claims_pilot.py --last-batch` prints:
-    01/04's shipped SGD runs by b (one row per b of 04's grid, every one with the last batch
-    kept), and each committed pilot run with the last batch dropped beside its kept twin."""
+    01/04's SGD runs by b with the last batch kept (one row per b of 04's grid; in
+    bench/claims_pilot_runs/ since their reruns), and each committed pilot run with the last
+    batch dropped beside its kept twin."""
     from initlib import store
     from initlib.params import load_params
     pilot = _claims_pilot()
@@ -304,12 +306,14 @@ def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
     assert empty.returncode == 2 and "no *.verdict.json" in empty.stderr
 
 
-@pytest.mark.parametrize("notebook, rows", [("01_optimizer_dependence", 4 * 2 + 4), ("06_clocks", 2 * 2 + 2)])
+@pytest.mark.parametrize("notebook, rows", [("01_optimizer_dependence", 4 * 2 + 4), ("04_batch_size", 5 * 2 + 5),
+                                            ("06_clocks", 2 * 2 + 2)])
 def test_the_rerun_notes_are_what_claims_pilot_prints(notebook, rows):
-    """bench/claims_pilot.md's tables of a shipped rerun (session 44: 01's; session 45: 06's)
+    """bench/claims_pilot.md's tables of a shipped rerun (session 44: 01's; 45: 06's; 46: 04's)
     are what `claims_pilot.py --rerun NOTEBOOK` prints: its cpu grid with the last batch kept
     (bench/claims_pilot_runs/) beside its rerun with it dropped (results/cpu), every run of both
-    done, one row per value of the grid's factor (01: optimizer, 06: lr), measure and last batch."""
+    done, one row per value of the grid's factor (01: optimizer, 04: b, 06: lr), measure and last
+    batch."""
     out = _claims_pilot().rerun(notebook)
     assert "incomplete" not in out, out
     assert out.count("| kept |") == out.count("| dropped |") == rows, out
