@@ -73,8 +73,8 @@ def train_acc_text(pct: float, digits: int = 1) -> str:
     then rounded down) not to show a value below the interpolation line (99.5%) as on it: 99.48
     reads "99.48", not "99.5" (a run the rule leaves out must not read as one that fits)."""
     line = 100 * metrics.INTERP_THRESHOLD
-    for digits in range(digits, max(digits, 4) + 1):
-        text = f"{pct:.{digits}f}"
+    for d in range(digits, max(digits, 4) + 1):
+        text = f"{pct:.{d}f}"
         if not pct < line <= float(text):
             return text
     return f"{math.floor(pct * 1e4) / 1e4:.4f}"
@@ -640,7 +640,8 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
                           + ("" if trained else f"; but that cell's predictors scored interpolate in only "
                              f"{hi['interpolated'].iloc[0]:.0f}% of its runs (train acc. "
                              f"{train_acc_text(hi['min_max_train_acc'].iloc[0])}% at the lowest): "
-                             "the claim's premise (>= 99.5%) is not met, and a spread also shrinks in predictors that do not fit their training set"),
+                             "the claim's premise (>= 99.5%) is not met, and a spread also shrinks in predictors "
+                             "that do not fit their training set"),
                    measured=measured, premise_met=trained)
 
 
