@@ -529,7 +529,8 @@ def batch_sizes_04(store_dir: Path | None = None) -> str:
     end = analysis.spread_table(analysis.at_end_of_training(s), ["batch_size"])
 
     def share(t) -> str:  # how many of a row's predictors interpolate (the lowest train acc.)
-        return f"{round(t['interpolated'] * t['runs'] / 100)}/{t['runs']} ({analysis.train_acc_text(t['min_max_train_acc'])}%)"
+        return (f"{round(t['interpolated'] * t['runs'] / 100)}/{t['runs']} "
+                f"({analysis.train_acc_text(t['min_max_train_acc'])}%)")
     rows = []
     for (_, a), (_, e) in zip(sel.iterrows(), end.iterrows()):
         b = int(a["batch_size"])
@@ -543,24 +544,27 @@ def batch_sizes_04(store_dir: Path | None = None) -> str:
     return markdown(pd.DataFrame(rows))
 
 
-def _range(values, spec: str) -> str:
-    lo, hi = min(values), max(values)
-    return f"{lo:{spec}}" if f"{lo:{spec}}" == f"{hi:{spec}}" else f"{lo:{spec}} - {hi:{spec}}"
+def _range(values, spec) -> str:
+    """min - max of ``values``, one number where both read the same; ``spec`` is a format spec
+    or a function of one value."""
+    text = spec if callable(spec) else (lambda v: f"{v:{spec}}")
+    lo, hi = text(min(values)), text(max(values))
+    return lo if lo == hi else f"{lo} - {hi}"
 
 
-def train_acc_range(values) -> str:
-    """Train accuracies (fractions) as a percent range, min - max, each end as the notebooks
-    print it (analysis.train_acc_text: a value below the 99.5% line never reads as on it)."""
+def train_acc_percent(fraction: float) -> str:
+    """A train accuracy (a fraction) in percent as the notebooks print it (analysis.train_acc_text:
+    a value below the 99.5% line never reads as on it)."""
     from initlib.analysis import train_acc_text
-    lo, hi = (train_acc_text(100 * v) for v in (min(values), max(values)))
-    return f"{lo}%" if lo == hi else f"{lo}% - {hi}%"
+    return f"{train_acc_text(100 * fraction)}%"
 
 
 def last_batch_by_b(store_dir: Path | None = None) -> str:
     """01's and 04's SGD runs with the last batch kept (width 0.125, 5,000 images, lr 0.015, 128
-    epochs; shipped until their reruns, in bench/claims_pilot_runs/ since), one row per b: the last batch (n mod b, or b) and its share of b,
-    and, over the runs, the share of the epochs after tau_interp at >= 99% train accuracy, the
-    lowest train accuracy after tau, and the train accuracy at the end (min - max)."""
+    epochs; shipped until their reruns, in bench/claims_pilot_runs/ since), one row per b: the
+    last batch (n mod b, or b) and its share of b, and, over the runs, the share of the epochs
+    after tau_interp at >= 99% train accuracy, the lowest train accuracy after tau, and the train
+    accuracy at the end (min - max)."""
     from initlib import store
     from initlib.metrics import share_interpolating_after_tau, tau_interp
     src = (store_dir,) if store_dir else SHIPPED
@@ -639,7 +643,7 @@ def rerun(notebook: str) -> str:
             fitted.append({by: value, "last batch": label,
                            "runs that interpolate": f"{len(after)}/{len(runs)}",
                            "epochs after tau at >= 99%": _range(after, ".0%") if after else "-",
-                           "train acc at the end": train_acc_range([e["train_acc"].iloc[-1] for e in runs])})
+                           "train acc at the end": _range([e["train_acc"].iloc[-1] for e in runs], train_acc_percent)})
     return markdown(pd.DataFrame(rows)) + "\n\n" + markdown(pd.DataFrame(fitted))
 
 
