@@ -56,6 +56,7 @@ PILOT_RUNS = ROOT / "bench" / "claims_pilot_runs"  # finished pilot runs, commit
 # notebook shipped before it was rerun with the last batch dropped (01's 48 until session 44, 06's
 # 12 until session 45), so that the notes read beside them still print what they quote.
 SHIPPED = (RESULTS_CPU, PILOT_RUNS)
+RERUN_DROP_RUNS = ROOT / "bench" / "rerun_drop_runs"  # a rerun with the last batch dropped, while it trains
 SIGMAS = (0.1, 2.5)
 PAPER_EPOCHS = 300
 
@@ -214,8 +215,7 @@ def run_dir_in(stores: Path | tuple[Path, ...], cfg: dict) -> Path:
     notebook no longer ships it, in bench/claims_pilot_runs/ (:data:`SHIPPED`)."""
     from initlib import store
     stores = (stores,) if isinstance(stores, Path) else stores
-    return next((store.run_dir(s, cfg) for s in stores if store.is_done(store.run_dir(s, cfg))),
-                store.run_dir(stores[0], cfg))
+    return store.find_done(stores, cfg) or store.run_dir(stores[0], cfg)
 
 
 def result_row(key: Key, cfg: dict, store_dir: Path | tuple[Path, ...] = STORE) -> dict:
@@ -398,8 +398,8 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     05's cpu runs from results/cpu (it must print the committed report's verdict: the check that
     this reads the runs as the notebook does); ``resnet110_w0.5`` reads 05's ResNet-9 runs with the
     last batch kept, as the ResNet-110 pilot trained (01's SGD runs as shipped until session 44,
-    and 04's b = 128 arm until session 46: bench/claims_pilot_runs/ since; 05's own drop it since
-    session 42), with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
+    and 04's b = 128 arm until session 46: bench/claims_pilot_runs/ since, read wherever they are,
+    :data:`SHIPPED`; 05's own drop it since session 42), with the pilot's ResNet-110 in place of ResNet-56, so that the verdict speaks
     for ResNet-110 alone (the rule holds if some deep architecture fails at large sigma_w while it
     interpolates at the smallest: with ResNet-56 beside it, ResNet-110 could not change the word).
     Every run must be done. ``pilot_store``: where the pilot's runs are read (PILOT_RUNS: the
@@ -412,7 +412,7 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
         sources = [(RESULTS_CPU, shipped)]
     elif arms == "resnet110_w0.5":
         kept = [{**c, "last_batch": "keep"} for c in shipped if c["arch"] == "resnet9"]
-        sources = [(PILOT_RUNS, kept),
+        sources = [(SHIPPED, kept),
                    (pilot_store, pilot_configs(configs(["05"], [arms]).values()))]
     else:
         raise SystemExit(f"--verdict05 {arms}: expected 'shipped' or 'resnet110_w0.5'")
@@ -438,7 +438,7 @@ assert all(tuple(lr for lr, _ in row) == SAME_CLOCK_LRS for row in SAME_CLOCK_03
 SAME_CLOCK_SIGMAS = (0.1, 2.5)  # every dose runs the two sigma_w ends
 
 
-def same_clock_03(store_dir: Path | None = None) -> str:
+def same_clock_03(store_dir: Path | tuple[Path, ...] | None = None) -> str:
     """03's L2 doses read as a 3 x 3 design (:data:`SAME_CLOCK_03`): per eta lambda, the doses at
     lr 0.05, 0.1 and 0.15 with (nearly) the same T_L2 at the horizon. Three tables:
     (1) each dose's selected predictors at the two sigma_w ends, on the seeds both end doses of
@@ -451,12 +451,14 @@ def same_clock_03(store_dir: Path | None = None) -> str:
     fixed lr, the slope is below 0. Each of (2) and (3) says how many of its predictors
     interpolate (train acc. >= 99.5%): a pair or trend with one that does not is outside the
     claims' premise, as notebook 06 would leave it out. Observations beside notebook 06's rule,
-    not a verdict."""
+    not a verdict. The runs are 03's with the last batch kept, as sessions 31-33 read them
+    (results/cpu until 03's rerun with it dropped ships, bench/claims_pilot_runs/ after:
+    :data:`SHIPPED`)."""
     from initlib import analysis, store
     from initlib.stats import difference_interval, trend_interval
-    store_dir = store_dir or RESULTS_CPU
+    store_dir = store_dir or SHIPPED
     doses = {d for row in SAME_CLOCK_03.values() for d in row}
-    cs = [c for c in shipped_configs("03_l2_and_lr.yaml")
+    cs = [c for c in kept_batch_configs("03_l2_and_lr.yaml")
           if (c["lr"], c["l2"]) in doses and c["sigma_w"] in SAME_CLOCK_SIGMAS]
     s = store.load_summaries(store_dir, cs)
     if s.empty:
@@ -600,36 +602,44 @@ def last_batch_by_b(store_dir: Path | None = None) -> str:
 
 
 # Each rerun with the last batch dropped, read by the grid's own factor (the rows of its table).
-RERUN_BY = {"01_optimizer_dependence": "optimizer", "04_batch_size": "batch_size", "06_clocks": "lr"}
+# 03's by its cells (lr, l2): the arms, the control and the L2 doses, whose sigma_w grids differ.
+RERUN_BY = {"01_optimizer_dependence": ("optimizer",), "03_l2_and_lr": ("lr", "l2"),
+            "04_batch_size": ("batch_size",), "06_clocks": ("lr",)}
 
 
 def rerun(notebook: str) -> str:
     """A notebook's cpu grid with the last batch kept (shipped until its rerun; the runs in
     bench/claims_pilot_runs/ since) beside the same grid with it dropped (results/cpu), read as
     the notebooks read them: per measure (the selected predictors, the paper's, then the
-    end-of-training ones) and value of the grid's factor (:data:`RERUN_BY`: 01's optimizer, 04's
-    b, 06's lr), the spread (mean over seeds) with its 95% interval, its noise floor (95%
-    quantile), and how many predictors scored interpolate (the lowest train accuracy among
-    them); then, per value, whether its runs stay fitted after they first interpolate. A grid
-    with a run not done reads 'incomplete'."""
+    end-of-training ones) and value of the grid's factor (:data:`RERUN_BY`: 01's optimizer, 03's
+    cell, 04's b, 06's lr), the spread (mean over seeds, over each group's own sigma_w grid) with
+    its 95% interval, its noise floor (95% quantile), and how many predictors scored interpolate
+    (the lowest train accuracy among them); then, per value, whether its runs stay fitted after
+    they first interpolate. Each side is read wherever its runs are (:data:`SHIPPED`; the dropped
+    side also from bench/rerun_drop_runs/ while its rerun trains). A grid with a run not done
+    reads 'incomplete'."""
     from initlib import analysis, store
     from initlib.metrics import share_interpolating_after_tau, tau_interp
-    f, by = f"{notebook}.yaml", RERUN_BY[notebook]
-    grids = {"kept": (PILOT_RUNS, kept_batch_configs(f)), "dropped": (RESULTS_CPU, shipped_configs(f))}
+    f, by = f"{notebook}.yaml", list(RERUN_BY[notebook])
+    key = lambda c: tuple(c[k] for k in by)  # noqa: E731  (a config's or a row's value of the factor)
+    grids = {"kept": (SHIPPED, kept_batch_configs(f)),
+             "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), [{**c, "last_batch": "drop"} for c in shipped_configs(f)])}
     tables = {}  # (measure, last batch) -> (spread table by the factor, predictors scored)
     for label, (src, cfgs) in grids.items():
         s = store.load_summaries(src, cfgs)
         if len(s) < len(cfgs):
             return f"{notebook} with the last batch {label}: {len(s)} of {len(cfgs)} runs done: incomplete"
         for measure, scored in (("selected", analysis.at_selected(s)), ("end", analysis.at_end_of_training(s))):
-            tables[measure, label] = analysis.spread_table(scored, [by]).set_index(by), scored
+            tables[measure, label] = (analysis.spread_table(scored, by, sigma_grid_per_group=True)
+                                      .set_index(by), scored)
     rows = []
     for measure in ("selected", "end"):
         for value in tables[measure, "kept"][0].index:
             for label in grids:
                 t, scored = tables[measure, label]
-                r, mine = t.loc[value], scored[scored[by] == value]
-                rows.append({"measure": measure, by: value, "last batch": label,
+                r = t.loc[value]
+                mine = scored[[key(x) == _as_tuple(value) for _, x in scored.iterrows()]]
+                rows.append({"measure": measure, **dict(zip(by, _as_tuple(value))), "last batch": label,
                              "spread pp [95%]": f"{r['spread_pp']:.1f} [{r['ci_lo_pp']:.1f}, {r['ci_hi_pp']:.1f}]",
                              "floor q95": f"{r['floor_hi_pp']:.1f}",
                              "interpolate (lowest train acc)":
@@ -638,13 +648,18 @@ def rerun(notebook: str) -> str:
     fitted = []  # run by run: does training stay fitted after it first interpolates?
     for value in tables["selected", "kept"][0].index:
         for label, (src, cfgs) in grids.items():
-            runs = [store.read_epochs(store.run_dir(src, c)) for c in cfgs if c[by] == value]
+            runs = [store.read_epochs(store.find_done(src, c)) for c in cfgs if key(c) == _as_tuple(value)]
             after = [share_interpolating_after_tau(e) for e in runs if tau_interp(e) is not None]
-            fitted.append({by: value, "last batch": label,
+            fitted.append({**dict(zip(by, _as_tuple(value))), "last batch": label,
                            "runs that interpolate": f"{len(after)}/{len(runs)}",
                            "epochs after tau at >= 99%": _range(after, ".0%") if after else "-",
                            "train acc at the end": _range([e["train_acc"].iloc[-1] for e in runs], train_acc_percent)})
     return markdown(pd.DataFrame(rows)) + "\n\n" + markdown(pd.DataFrame(fitted))
+
+
+def _as_tuple(value) -> tuple:
+    """An index value of a table set on one column (a scalar) or several (a tuple), as a tuple."""
+    return value if isinstance(value, tuple) else (value,)
 
 
 def spearman_interval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:

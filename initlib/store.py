@@ -431,22 +431,32 @@ def identity_columns(cfg) -> dict:
     return {**LEGACY_IDENTITY_VALUES, **identity(cfg)}
 
 
+def find_done(stores, cfg) -> Path | None:
+    """The folder of ``cfg``'s run in the first of ``stores`` (one store, or several searched in
+    order) where it is done and intact; None where it is done in none of them. A run's folder is
+    named by its identity, so whichever store holds it, it is the same run."""
+    stores = (stores,) if isinstance(stores, (str, Path)) else tuple(stores)
+    return next((rdir for rdir in (run_dir(s, cfg) for s in stores) if is_done(rdir)), None)
+
+
 def load_summaries(store_dir, configs) -> pd.DataFrame:
-    """One row per config that is done and intact: its identity keys, hash and summary."""
+    """One row per config that is done and intact: its identity keys, hash and summary.
+    ``store_dir``: one store, or several searched in order (:func:`find_done`)."""
     rows = []
     for cfg in configs:
-        rdir = run_dir(store_dir, cfg)
-        if is_done(rdir):
+        rdir = find_done(store_dir, cfg)
+        if rdir is not None:
             rows.append({**identity_columns(cfg), "hash": rdir.name, **read_summary(rdir)})
     return pd.DataFrame(rows)
 
 
 def load_epochs(store_dir, configs) -> pd.DataFrame:
-    """The per-epoch metrics of every done and intact config, with its identity keys and hash."""
+    """The per-epoch metrics of every done and intact config, with its identity keys and hash.
+    ``store_dir``: one store, or several searched in order (:func:`find_done`)."""
     frames = []
     for cfg in configs:
-        rdir = run_dir(store_dir, cfg)
-        if is_done(rdir):
+        rdir = find_done(store_dir, cfg)
+        if rdir is not None:
             e = read_epochs(rdir)
             for k, v in identity_columns(cfg).items():
                 e[k] = [v] * len(e) if isinstance(v, list) else v

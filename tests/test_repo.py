@@ -190,7 +190,8 @@ def test_the_adaptive_width025_notes_are_what_the_pilot_prints():
 def test_the_same_clock_tables_in_the_pilot_notes_are_what_the_pilot_prints():
     """bench/claims_pilot.md quotes `claims_pilot.py --same-clock03` (03's L2 doses as a 3 x 3
     design: lr 0.05, 0.1 and 0.15 at each eta lambda); its three committed tables must be what it
-    prints on results/cpu."""
+    prints from 03's runs with the last batch kept, wherever they are (results/cpu, or
+    bench/claims_pilot_runs/ once 03's rerun with it dropped ships)."""
     pilot = _claims_pilot()
     out = pilot.same_clock_03()
     tables = out.split("\n\n")
@@ -313,7 +314,7 @@ def test_the_rerun_notes_are_what_claims_pilot_prints(notebook, rows):
     are what `claims_pilot.py --rerun NOTEBOOK` prints: its cpu grid with the last batch kept
     (bench/claims_pilot_runs/) beside its rerun with it dropped (results/cpu), every run of both
     done, one row per value of the grid's factor (01: optimizer, 04: b, 06: lr), measure and last
-    batch."""
+    batch. Each side is read wherever its runs are (results/cpu, bench/claims_pilot_runs/)."""
     out = _claims_pilot().rerun(notebook)
     assert "incomplete" not in out, out
     assert out.count("| kept |") == out.count("| dropped |") == rows, out

@@ -159,6 +159,23 @@ def test_torchvision_batches_and_npz_are_one_data_set(tmp_path):
 
 
 # ---------------------------------------------------------------- 3. damaged runs
+def test_runs_read_from_several_stores_come_from_the_first_where_they_are_done(tmp_path):
+    """load_summaries / load_epochs over several stores: a run is served from the first store
+    where it is done and intact; a damaged copy in an earlier store is passed over, never served."""
+    import shutil
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_sweep([CFG], a, progress=False)
+    shutil.copytree(store.run_dir(a, CFG), store.run_dir(b, CFG))
+    assert store.find_done((a, b), CFG) == store.run_dir(a, CFG) and store.find_done(b, CFG) == store.run_dir(b, CFG)
+    data = (store.run_dir(a, CFG) / store.METRICS).read_bytes()
+    (store.run_dir(a, CFG) / store.METRICS).write_bytes(data[:len(data) // 2])  # a's copy damaged
+    assert store.find_done(a, CFG) is None and store.load_summaries(a, [CFG]).empty
+    assert store.find_done((a, b), CFG) == store.run_dir(b, CFG)
+    assert len(store.load_summaries((a, b), [CFG])) == 1
+    assert len(store.load_epochs([a, b], [CFG])) == CFG["epochs"]
+    assert store.find_done((a, b), {**CFG, "seed": 99}) is None  # never trained: in neither
+
+
 @pytest.mark.parametrize("damage", ["truncate metrics", "truncate summary", "delete config", "delete metrics"])
 def test_a_damaged_run_is_named_never_served_and_retrained(tmp_path, damage, reference):
     s = tmp_path / "store"
