@@ -400,8 +400,9 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     last batch kept, as the ResNet-110 pilot trained (01's SGD runs as shipped until session 44,
     and 04's b = 128 arm until session 46: bench/claims_pilot_runs/ since, read wherever they are,
     :data:`SHIPPED`; 05's own drop it since session 42), with the pilot's ResNet-110 in place of
-    ResNet-56, so that the verdict speaks for ResNet-110 alone (the rule holds if some deep architecture fails at large sigma_w while it
-    interpolates at the smallest: with ResNet-56 beside it, ResNet-110 could not change the word).
+    ResNet-56, so that the verdict speaks for ResNet-110 alone (the rule holds if some deep
+    architecture fails at large sigma_w while it interpolates at the smallest: with ResNet-56
+    beside it, ResNet-110 could not change the word).
     Every run must be done. ``pilot_store``: where the pilot's runs are read (PILOT_RUNS: the
     committed ones, without training)."""
     from initlib import analysis, store
