@@ -172,7 +172,7 @@ def test_runs_read_from_several_stores_come_from_the_first_where_they_are_done(t
     assert store.find_done(a, CFG) is None and store.load_summaries(a, [CFG]).empty
     assert store.find_done((a, b), CFG) == store.run_dir(b, CFG)
     assert len(store.load_summaries((a, b), [CFG])) == 1
-    assert len(store.load_epochs([a, b], [CFG])) == CFG["epochs"]
+    assert len(store.load_epochs([a, b], [CFG])) == CFG["epochs"] + 1  # epoch 0 (at init), then 1..4
     assert store.find_done((a, b), {**CFG, "seed": 99}) is None  # never trained: in neither
 
 
