@@ -214,8 +214,8 @@ def run_dir_in(stores: Path | tuple[Path, ...], cfg: dict) -> Path:
     done, else in the first: a run read beside another may live in results/cpu or, once its
     notebook no longer ships it, in bench/claims_pilot_runs/ (:data:`SHIPPED`)."""
     from initlib import store
-    stores = (stores,) if isinstance(stores, Path) else stores
-    return store.find_done(stores, cfg) or store.run_dir(stores[0], cfg)
+    first = stores if isinstance(stores, Path) else stores[0]
+    return store.find_done(stores, cfg) or store.run_dir(first, cfg)
 
 
 def result_row(key: Key, cfg: dict, store_dir: Path | tuple[Path, ...] = STORE) -> dict:
@@ -352,11 +352,17 @@ def shipped_configs(params_file: str) -> list[dict]:
     return bound(load_params(ROOT / "params" / params_file, "cpu"))
 
 
+def configs_with_last_batch(params_file: str, last_batch: str) -> list[dict]:
+    """A params file's cpu configs with the epoch's last batch ``keep`` or ``drop``, bound to
+    the data: its grid on either side of its rerun, whichever its params file declares today."""
+    return [{**c, "last_batch": last_batch} for c in shipped_configs(params_file)]
+
+
 def kept_batch_configs(params_file: str) -> list[dict]:
     """A params file's cpu configs with the epoch's last batch kept (``last_batch: keep``, the
     default), bound to the data: what results/cpu shipped for it before its rerun with the batch
     dropped. 01's were shipped until session 44 and are in bench/claims_pilot_runs/ since."""
-    return [{**c, "last_batch": "keep"} for c in shipped_configs(params_file)]
+    return configs_with_last_batch(params_file, "keep")
 
 
 def shipped_sgd_grid() -> tuple[str, dict]:
@@ -412,7 +418,7 @@ def verdict_05(arms: str, pilot_store: Path = STORE) -> str:
     if arms == "shipped":
         sources = [(RESULTS_CPU, shipped)]
     elif arms == "resnet110_w0.5":
-        kept = [{**c, "last_batch": "keep"} for c in shipped if c["arch"] == "resnet9"]
+        kept = [c for c in kept_batch_configs("05_depth.yaml") if c["arch"] == "resnet9"]
         sources = [(SHIPPED, kept),
                    (pilot_store, pilot_configs(configs(["05"], [arms]).values()))]
     else:
@@ -622,9 +628,9 @@ def rerun(notebook: str) -> str:
     from initlib import analysis, store
     from initlib.metrics import share_interpolating_after_tau, tau_interp
     f, by = f"{notebook}.yaml", list(RERUN_BY[notebook])
-    key = lambda c: tuple(c[k] for k in by)  # noqa: E731  (a config's or a row's value of the factor)
+    key = lambda c: tuple(c[k] for k in by)  # noqa: E731  (a config's value of the factor)
     grids = {"kept": (SHIPPED, kept_batch_configs(f)),
-             "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), [{**c, "last_batch": "drop"} for c in shipped_configs(f)])}
+             "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), configs_with_last_batch(f, "drop"))}
     tables = {}  # (measure, last batch) -> (spread table by the factor, predictors scored)
     for label, (src, cfgs) in grids.items():
         s = store.load_summaries(src, cfgs)
@@ -639,7 +645,7 @@ def rerun(notebook: str) -> str:
             for label in grids:
                 t, scored = tables[measure, label]
                 r = t.loc[value]
-                mine = scored[[key(x) == _as_tuple(value) for _, x in scored.iterrows()]]
+                mine = scored[[row == _as_tuple(value) for row in scored[by].itertuples(index=False, name=None)]]
                 rows.append({"measure": measure, **dict(zip(by, _as_tuple(value))), "last batch": label,
                              "spread pp [95%]": f"{r['spread_pp']:.1f} [{r['ci_lo_pp']:.1f}, {r['ci_hi_pp']:.1f}]",
                              "floor q95": f"{r['floor_hi_pp']:.1f}",
