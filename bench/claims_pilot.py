@@ -664,6 +664,44 @@ def rerun(notebook: str) -> str:
     return markdown(pd.DataFrame(rows)) + "\n\n" + markdown(pd.DataFrame(fitted))
 
 
+def corners_03() -> str:
+    """Notebook 03's rule (analysis.verdict_l2_lr, by measure) on its two corner cells, the only
+    cells it decides on (lr 0.015 without L2; lr 0.15 with its largest L2, 6.1e-3), with the last
+    batch kept (as shipped until its rerun) and dropped (its rerun, read wherever its runs are,
+    bench/rerun_drop_runs/ while it trains): each cell's spread with its 95% interval and noise
+    floor, their difference, how many of the L2 cell's predictors interpolate, and the word. Each
+    cell's interval is drawn with its own fixed seed, so the rerun's other cells cannot change
+    these numbers: the dropped rows are 03's word before its grid is complete."""
+    from initlib import analysis, store
+    corner = lambda c: (c["lr"], c["l2"]) in ((0.015, 0.0), (0.15, 0.0061))  # noqa: E731
+    f = "03_l2_and_lr.yaml"
+    sides = {"kept": (SHIPPED, kept_batch_configs(f)),
+             "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), configs_with_last_batch(f, "drop"))}
+    rows = []
+    for label, (src, cfgs) in sides.items():
+        cfgs = [c for c in cfgs if corner(c)]
+        s = store.load_summaries(src, cfgs)
+        if len(s) < len(cfgs):
+            return f"03's corner cells with the last batch {label}: {len(s)} of {len(cfgs)} runs done: incomplete"
+        table, end, end_table = analysis.l2_lr_tables(s)
+        for measure, t, scored in (("selected", table, analysis.at_selected(s)), ("end", end_table, end)):
+            v = analysis.verdict_l2_lr(t, s if measure == "selected" else end)
+            low, high, diff = v.measured
+            cell = scored[(scored["lr"] == 0.15) & (scored["l2"] == 0.0061)]
+            top = t[(t["lr"] == 0.15) & (t["l2"] == 0.0061)].iloc[0]
+            word = {True: "holds", False: "does not hold"}.get(v.holds, "undecided" + ("" if v.premise_met else " (premise)"))
+            cite = lambda m, sign="": (f"{m['value']:{sign}.1f} [{m['lo']:{sign}.1f}, {m['hi']:{sign}.1f}]"  # noqa: E731
+                                       + (f" ({m['floor']:.1f})" if m["floor"] is not None else ""))
+            rows.append({"measure": measure, "last batch": label,
+                         "spread, lr 0.015 no L2 [95%] (floor)": cite(low),
+                         "spread, lr 0.15 L2 6.1e-3 [95%] (floor)": cite(high),
+                         "difference [95%]": cite(diff, "+"),
+                         "L2 cell interpolates (lowest)": f"{int(cell['interpolated'].sum())}/{len(cell)} "
+                                                           f"({analysis.train_acc_text(top['min_max_train_acc'])}%)",
+                         "word": word})
+    return markdown(pd.DataFrame(rows))
+
+
 def _as_tuple(value) -> tuple:
     """An index value of a table set on one column (a scalar) or several (a tuple), as a tuple."""
     return value if isinstance(value, tuple) else (value,)
@@ -741,6 +779,8 @@ def main():
     ap.add_argument("--workers", type=int, default=2,
                     help="with --train: worker processes (default 2, single-threaded, one per core; 1 trains in "
                          "this process on torch's default threads)")
+    ap.add_argument("--corners03", action="store_true",
+                    help="03's rule on its two corner cells, last batch kept beside dropped (no training)")
     ap.add_argument("--rerun", choices=sorted(RERUN_BY), default=None,
                     help="a notebook's cpu grid with the last batch kept beside its rerun with it dropped, per value "
                          "of its factor (01: optimizer, 04: b, 06: lr)")
@@ -753,6 +793,9 @@ def main():
         return
     if a.rerun:
         print(rerun(a.rerun))
+        return
+    if a.corners03:
+        print(corners_03())
         return
     if a.same_clock03:
         print(same_clock_03())

@@ -307,6 +307,19 @@ def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
     assert empty.returncode == 2 and "no *.verdict.json" in empty.stderr
 
 
+def test_the_corner_notes_of_03_are_what_claims_pilot_prints():
+    """bench/claims_pilot.md's session-48 table is what `claims_pilot.py --corners03` prints:
+    notebook 03's rule on its two corner cells (the only cells it decides on), last batch kept
+    beside dropped, every corner run of both done (the dropped ones in bench/rerun_drop_runs/ until
+    03 ships, in results/cpu after), one row per measure and side; the kept selected row is the
+    word 03's shipped report reads until then."""
+    out = _claims_pilot().corners_03()
+    assert "incomplete" not in out, out
+    assert out.count("| kept |") == out.count("| dropped |") == 2, out
+    assert "| selected | kept |" in out and out.split("| selected | kept |")[1].splitlines()[0].endswith("| holds |")
+    assert_notes_quote("claims_pilot.md", out)
+
+
 @pytest.mark.parametrize("notebook, rows", [("01_optimizer_dependence", 4 * 2 + 4), ("04_batch_size", 5 * 2 + 5),
                                             ("06_clocks", 2 * 2 + 2)])
 def test_the_rerun_notes_are_what_claims_pilot_prints(notebook, rows):
