@@ -666,15 +666,20 @@ def rerun(notebook: str) -> str:
 
 def corners_03() -> str:
     """Notebook 03's rule (analysis.verdict_l2_lr, by measure) on its two corner cells, the only
-    cells it decides on (lr 0.015 without L2; lr 0.15 with its largest L2, 6.1e-3), with the last
-    batch kept (as shipped until its rerun) and dropped (its rerun, read wherever its runs are,
-    bench/rerun_drop_runs/ while it trains): each cell's spread with its 95% interval and noise
+    cells it decides on (found among 03's configs by analysis.l2_lr_corners, the rule's own
+    choice: in the cpu profile lr 0.015 without L2, and lr 0.15 with its largest L2, 6.1e-3), with
+    the last batch kept (as shipped until its rerun) and dropped (its rerun, read wherever its runs
+    are, bench/rerun_drop_runs/ while it trains): each cell's spread with its 95% interval and noise
     floor, their difference, how many of the L2 cell's predictors interpolate, and the word. Each
     cell's interval is drawn with its own fixed seed, so the rerun's other cells cannot change
     these numbers: the dropped rows are 03's word before its grid is complete."""
     from initlib import analysis, store
-    corner = lambda c: (c["lr"], c["l2"]) in ((0.015, 0.0), (0.15, 0.0061))  # noqa: E731
     f = "03_l2_and_lr.yaml"
+    corners = analysis.l2_lr_corners((c["lr"], c["l2"]) for c in configs_with_last_batch(f, "drop"))
+    if corners is None:
+        return "03's configs have no corner cells (a no-L2 cell at the smallest lr, an L2 cell at the largest)"
+    (lr_lo, _), (lr_hi, l2_hi) = corners
+    corner = lambda c: (float(c["lr"]), float(c["l2"])) in corners  # noqa: E731
     sides = {"kept": (SHIPPED, kept_batch_configs(f)),
              "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), configs_with_last_batch(f, "drop"))}
     rows = []
@@ -687,19 +692,25 @@ def corners_03() -> str:
         for measure, t, scored in (("selected", table, analysis.at_selected(s)), ("end", end_table, end)):
             v = analysis.verdict_l2_lr(t, s if measure == "selected" else end)
             low, high, diff = v.measured
-            cell = scored[(scored["lr"] == 0.15) & (scored["l2"] == 0.0061)]
-            top = t[(t["lr"] == 0.15) & (t["l2"] == 0.0061)].iloc[0]
+            cell = scored[(scored["lr"] == lr_hi) & (scored["l2"] == l2_hi)]
+            top = t[(t["lr"] == lr_hi) & (t["l2"] == l2_hi)].iloc[0]
             word = {True: "holds", False: "does not hold"}.get(v.holds, "undecided" + ("" if v.premise_met else " (premise)"))
             cite = lambda m, sign="": (f"{m['value']:{sign}.1f} [{m['lo']:{sign}.1f}, {m['hi']:{sign}.1f}]"  # noqa: E731
                                        + (f" ({m['floor']:.1f})" if m["floor"] is not None else ""))
             rows.append({"measure": measure, "last batch": label,
-                         "spread, lr 0.015 no L2 [95%] (floor)": cite(low),
-                         "spread, lr 0.15 L2 6.1e-3 [95%] (floor)": cite(high),
+                         f"spread, lr {lr_lo:g} no L2 [95%] (floor)": cite(low),
+                         f"spread, lr {lr_hi:g} L2 {_short_e(l2_hi)} [95%] (floor)": cite(high),
                          "difference [95%]": cite(diff, "+"),
                          "L2 cell interpolates (lowest)": f"{int(cell['interpolated'].sum())}/{len(cell)} "
                                                            f"({analysis.train_acc_text(top['min_max_train_acc'])}%)",
                          "word": word})
     return markdown(pd.DataFrame(rows))
+
+
+def _short_e(x: float) -> str:
+    """A small number the way the notes write it: 0.0061 -> '6.1e-3'."""
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
 def _as_tuple(value) -> tuple:

@@ -599,6 +599,21 @@ def verdict_long_training(selected: pd.DataFrame, end: pd.DataFrame, main_horizo
 
 
 # ------------------------------------------------------------------ 03 L2 and learning rate
+def l2_lr_corners(cells) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """Notebook 03's two corner cells among ``cells`` ((lr, l2) pairs, repeats allowed): the
+    smallest lr without L2, and the largest lr with the largest L2 used at that lr; None where
+    either is missing. The only cells :func:`verdict_l2_lr` decides on, so that anything reading
+    03's word before its grid is complete finds the same cells the verdict will."""
+    cells = {(float(lr), float(l2)) for lr, l2 in cells}
+    if not cells:
+        return None
+    lr_lo, lr_hi = min(lr for lr, _ in cells), max(lr for lr, _ in cells)
+    l2_hi = max(l2 for lr, l2 in cells if lr == lr_hi)
+    if (lr_lo, 0.0) not in cells or l2_hi <= 0:
+        return None
+    return (lr_lo, 0.0), (lr_hi, l2_hi)
+
+
 @decided_by_rule
 def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     """Holds if the 95% interval of spread(smallest lr, no L2) minus spread(largest lr,
@@ -611,11 +626,12 @@ def verdict_l2_lr(table: pd.DataFrame, summaries: pd.DataFrame) -> Verdict:
     set, and that is not forgetting). Does not hold if the interval does not lie above 0 or
     that spread is above its floor."""
     from .stats import difference_interval
-    lo = table[(table["lr"] == table["lr"].min()) & (table["l2"] == 0)]
-    top = table[table["lr"] == table["lr"].max()]
-    hi = top[(top["l2"] == top["l2"].max()) & (top["l2"] > 0)]
-    if lo.empty or hi.empty:
+    corners = l2_lr_corners(zip(table["lr"], table["l2"]))
+    if corners is None:
         return Verdict(None, "needs a no-L2 cell at the smallest lr and an L2 cell at the largest lr")
+    (lr_lo, l2_lo), (lr_hi, l2_hi) = corners
+    lo = table[(table["lr"] == lr_lo) & (table["l2"] == l2_lo)]
+    hi = table[(table["lr"] == lr_hi) & (table["l2"] == l2_hi)]
     s_lo, s_hi = float(lo["spread_pp"].iloc[0]), float(hi["spread_pp"].iloc[0])
     if not (np.isfinite(s_lo) and np.isfinite(s_hi)):
         return Verdict(None, "spread undefined in a corner cell (diverged or missing runs)")

@@ -117,6 +117,19 @@ def l2_runs(spread_lo, spread_hi, doses=()):
     return analysis.spread_table(s, ["lr", "l2"]), s
 
 
+def test_l2_lr_corners_are_the_smallest_lr_without_l2_and_the_largest_lr_with_its_largest_l2():
+    # 03's cpu grid by hand: three no-L2 controls, L2 doses at lr 0.05 and 0.15, repeats per seed
+    grid = [(0.015, 0.0), (0.05, 0.0), (0.15, 0.0), (0.05, 0.002), (0.15, 0.002), (0.15, 0.0061),
+            (0.15, 0.0061), (0.015, 0.0)]
+    assert analysis.l2_lr_corners(grid) == ((0.015, 0.0), (0.15, 0.0061))
+    # a larger L2 at a smaller lr is a dose, not a corner
+    assert analysis.l2_lr_corners(grid + [(0.05, 0.02)]) == ((0.015, 0.0), (0.15, 0.0061))
+    # no L2 at the largest lr, or no control at the smallest: no corners
+    assert analysis.l2_lr_corners([(0.015, 0.0), (0.15, 0.0), (0.05, 0.002)]) is None
+    assert analysis.l2_lr_corners([(0.015, 0.002), (0.15, 0.0061)]) is None
+    assert analysis.l2_lr_corners([]) is None
+
+
 def test_l2_verdict_needs_a_collapse_to_the_noise_floor():
     # 20 pp at the low lr against 1 pp with L2: the difference is far above 0, and 1 pp is
     # under the floor of one seed on 1,000 images (95% quantile: 2.77 * 1.58 = 4.4 pp)
