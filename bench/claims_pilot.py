@@ -614,6 +614,13 @@ RERUN_BY = {"01_optimizer_dependence": ("optimizer",), "03_l2_and_lr": ("lr", "l
             "04_batch_size": ("batch_size",), "06_clocks": ("lr",)}
 
 
+def last_batch_sides(f: str) -> dict[str, tuple]:
+    """A grid's two sides, each (where its runs are read, its configs): the last batch kept
+    (:data:`SHIPPED`) and dropped (results/cpu, and bench/rerun_drop_runs/ while its rerun trains)."""
+    return {"kept": (SHIPPED, kept_batch_configs(f)),
+            "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), configs_with_last_batch(f, "drop"))}
+
+
 def rerun(notebook: str) -> str:
     """A notebook's cpu grid with the last batch kept (shipped until its rerun; the runs in
     bench/claims_pilot_runs/ since) beside the same grid with it dropped (results/cpu), read as
@@ -629,8 +636,7 @@ def rerun(notebook: str) -> str:
     from initlib.metrics import share_interpolating_after_tau, tau_interp
     f, by = f"{notebook}.yaml", list(RERUN_BY[notebook])
     key = lambda c: tuple(c[k] for k in by)  # noqa: E731  (a config's value of the factor)
-    grids = {"kept": (SHIPPED, kept_batch_configs(f)),
-             "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), configs_with_last_batch(f, "drop"))}
+    grids = last_batch_sides(f)
     tables = {}  # (measure, last batch) -> (spread table by the factor, predictors scored)
     for label, (src, cfgs) in grids.items():
         s = store.load_summaries(src, cfgs)
@@ -675,13 +681,12 @@ def corners_03() -> str:
     these numbers: the dropped rows are 03's word before its grid is complete."""
     from initlib import analysis, store
     f = "03_l2_and_lr.yaml"
-    corners = analysis.l2_lr_corners((c["lr"], c["l2"]) for c in configs_with_last_batch(f, "drop"))
+    sides = last_batch_sides(f)
+    corners = analysis.l2_lr_corners((c["lr"], c["l2"]) for c in sides["dropped"][1])
     if corners is None:
         return "03's configs have no corner cells (a no-L2 cell at the smallest lr, an L2 cell at the largest)"
     (lr_lo, _), (lr_hi, l2_hi) = corners
     corner = lambda c: (float(c["lr"]), float(c["l2"])) in corners  # noqa: E731
-    sides = {"kept": (SHIPPED, kept_batch_configs(f)),
-             "dropped": ((RESULTS_CPU, RERUN_DROP_RUNS), configs_with_last_batch(f, "drop"))}
     rows = []
     for label, (src, cfgs) in sides.items():
         cfgs = [c for c in cfgs if corner(c)]
@@ -694,7 +699,6 @@ def corners_03() -> str:
             low, high, diff = v.measured
             cell = scored[(scored["lr"] == lr_hi) & (scored["l2"] == l2_hi)]
             top = t[(t["lr"] == lr_hi) & (t["l2"] == l2_hi)].iloc[0]
-            word = {True: "holds", False: "does not hold"}.get(v.holds, "undecided" + ("" if v.premise_met else " (premise)"))
             cite = lambda m, sign="": (f"{m['value']:{sign}.1f} [{m['lo']:{sign}.1f}, {m['hi']:{sign}.1f}]"  # noqa: E731
                                        + (f" ({m['floor']:.1f})" if m["floor"] is not None else ""))
             rows.append({"measure": measure, "last batch": label,
@@ -703,7 +707,7 @@ def corners_03() -> str:
                          "difference [95%]": cite(diff, "+"),
                          "L2 cell interpolates (lowest)": f"{int(cell['interpolated'].sum())}/{len(cell)} "
                                                            f"({analysis.train_acc_text(top['min_max_train_acc'])}%)",
-                         "word": word})
+                         "word": v.short_word})
     return markdown(pd.DataFrame(rows))
 
 

@@ -42,6 +42,14 @@ class Verdict:
     def word(self) -> str:
         return {True: "HOLDS", False: "DOES NOT HOLD at this scale", None: "UNDECIDED"}[self.holds]
 
+    @property
+    def short_word(self) -> str:
+        """The word as the notes' tables write it, in lower case, with "(premise)" after
+        "undecided" where this measure's predictors do not interpolate (so cannot speak)."""
+        if self.holds is None and not self.premise_met:
+            return "undecided (premise)"
+        return {True: "holds", False: "does not hold", None: "undecided"}[self.holds]
+
     def __str__(self):
         return f"{self.word}: {self.text}" + (f" (paper: {self.paper})" if self.paper else "")
 

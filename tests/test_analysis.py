@@ -485,6 +485,17 @@ def test_clock_points_take_each_group_with_its_own_sigma_grid():
     assert (pts["missing"] == 0).all()
 
 
+def test_a_verdicts_short_word_says_why_it_is_undecided():
+    """The notes' tables write each word in lower case; "(premise)" only where undecided because
+    the predictors scored do not interpolate, never beside a decided word."""
+    assert analysis.Verdict(True, "a").short_word == "holds"
+    assert analysis.Verdict(False, "b").short_word == "does not hold"
+    assert analysis.Verdict(None, "interval contains 0").short_word == "undecided"
+    assert analysis.Verdict(None, "selected at 60%", premise_met=False).short_word == "undecided (premise)"
+    assert analysis.Verdict(True, "a", premise_met=False).short_word == "holds"
+    assert analysis.no_interval("trend").short_word == "undecided"
+
+
 def test_where_the_selected_predictors_lie_and_both_measures():
     s = pd.DataFrame({"optimizer": "sgd", "sigma_w": [0.1, 0.1, 2.5, 2.5], "seed": [0, 1, 0, 1],
                       "best_val_epoch": [28, 30, 13, 19], "tau_interp": [28, 25, 91, None],
