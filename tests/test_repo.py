@@ -290,14 +290,14 @@ def test_verdicts_side_by_side_shows_a_verdict_that_changes(tmp_path):
     a, b = tmp_path / "cpu", tmp_path / "cpu-replica1"
     shutil.copytree(shipped, a, ignore=shutil.ignore_patterns("*.png", "*.pdf"))
     b.mkdir()
-    v = json.loads((shipped / "03_l2_and_lr.verdict.json").read_text())
-    (b / "03_l2_and_lr.verdict.json").write_text(json.dumps({**v, "holds": False, "measured": []}))
+    v = json.loads((shipped / "02_long_training.verdict.json").read_text())  # one that holds
+    (b / "02_long_training.verdict.json").write_text(json.dumps({**v, "holds": False, "measured": []}))
     from initlib.notebook import verdicts_side_by_side
     out = verdicts_side_by_side([a, b]).splitlines()
     assert out[0] == "| finding | cpu: verdict | cpu-replica1: verdict | cpu: numbers | cpu-replica1: numbers |"
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in out[2:]}
     assert len(rows) == len(list(shipped.glob("*.verdict.json")))
-    assert rows["03_l2_and_lr"][1:3] == ["holds", "does not hold at this scale"]
+    assert rows["02_long_training"][1:3] == ["holds", "does not hold at this scale"]
     assert rows["01_optimizer_dependence"][2] == "-"
     other = tmp_path / "other" / "cpu"  # a second folder named cpu: columns by path
     shutil.copytree(b, other)
