@@ -57,9 +57,10 @@ CELLS = {
     "03": ("03_l2_and_lr.yaml", lambda c: (c["lr"], c["l2"]) in {(0.015, 0.0), (0.15, 6.1e-3)}),
     "05": ("05_depth.yaml", lambda c: c["arch"] == "resnet56" or c["sigma_w"] == 2.5),
 }
-# settings a replication ran with that its notebook's grid has changed since: 05's replication
-# trained while 05 kept the epoch's last batch (05 drops it since session 42)
-AS_RUN = {"05": {"last_batch": "keep"}}
+# settings a replication ran with that its notebook's grid has changed since: 05's and 03's
+# replications trained while their notebooks kept the epoch's last batch (05 drops it since
+# session 42, 03 since session 51)
+AS_RUN = {"05": {"last_batch": "keep"}, "03": {"last_batch": "keep"}}
 # replication -> (notebook, seeds): the shipped grids use seeds 0-2
 REPLICATIONS = {"03": ("03", (3,)), "05": ("05", (3,)), "03-3seeds": ("03", (3, 4, 5))}
 

@@ -321,13 +321,14 @@ def test_the_corner_notes_of_03_are_what_claims_pilot_prints():
 
 
 @pytest.mark.parametrize("notebook, rows", [("01_optimizer_dependence", 4 * 2 + 4), ("04_batch_size", 5 * 2 + 5),
-                                            ("06_clocks", 2 * 2 + 2)])
+                                            ("06_clocks", 2 * 2 + 2), ("03_l2_and_lr", 13 * 3)])
 def test_the_rerun_notes_are_what_claims_pilot_prints(notebook, rows):
-    """bench/claims_pilot.md's tables of a shipped rerun (session 44: 01's; 45: 06's; 46: 04's)
-    are what `claims_pilot.py --rerun NOTEBOOK` prints: its cpu grid with the last batch kept
-    (bench/claims_pilot_runs/) beside its rerun with it dropped (results/cpu), every run of both
-    done, one row per value of the grid's factor (01: optimizer, 04: b, 06: lr), measure and last
-    batch. Each side is read wherever its runs are (results/cpu, bench/claims_pilot_runs/)."""
+    """bench/claims_pilot.md's tables of a shipped rerun (session 44: 01's; 45: 06's; 46: 04's;
+    51: 03's) are what `claims_pilot.py --rerun NOTEBOOK` prints: its cpu grid with the last batch
+    kept (bench/claims_pilot_runs/) beside its rerun with it dropped (results/cpu), every run of
+    both done, one row per value of the grid's factor (01: optimizer, 04: b, 06: lr, 03: its
+    (lr, L2) cell), measure and last batch. Each side is read wherever its runs are (results/cpu,
+    bench/claims_pilot_runs/)."""
     out = _claims_pilot().rerun(notebook)
     assert "incomplete" not in out, out
     assert out.count("| kept |") == out.count("| dropped |") == rows, out
