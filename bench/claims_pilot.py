@@ -699,16 +699,20 @@ def corners_03() -> str:
             low, high, diff = v.measured
             cell = scored[(scored["lr"] == lr_hi) & (scored["l2"] == l2_hi)]
             top = t[(t["lr"] == lr_hi) & (t["l2"] == l2_hi)].iloc[0]
-            cite = lambda m, sign="": (f"{m['value']:{sign}.1f} [{m['lo']:{sign}.1f}, {m['hi']:{sign}.1f}]"  # noqa: E731
-                                       + (f" ({m['floor']:.1f})" if m["floor"] is not None else ""))
             rows.append({"measure": measure, "last batch": label,
-                         f"spread, lr {lr_lo:g} no L2 [95%] (floor)": cite(low),
-                         f"spread, lr {lr_hi:g} L2 {_short_e(l2_hi)} [95%] (floor)": cite(high),
-                         "difference [95%]": cite(diff, "+"),
+                         f"spread, lr {lr_lo:g} no L2 [95%] (floor)": _cite(low),
+                         f"spread, lr {lr_hi:g} L2 {_short_e(l2_hi)} [95%] (floor)": _cite(high),
+                         "difference [95%]": _cite(diff, "+"),
                          "L2 cell interpolates (lowest)": f"{int(cell['interpolated'].sum())}/{len(cell)} "
                                                            f"({analysis.train_acc_text(top['min_max_train_acc'])}%)",
                          "word": v.short_word})
     return markdown(pd.DataFrame(rows))
+
+
+def _cite(m: dict, sign: str = "") -> str:
+    """A measured value the way the notes cite it: '4.6 [2.6, 6.6] (5.6)', value [95%] (floor)."""
+    return (f"{m['value']:{sign}.1f} [{m['lo']:{sign}.1f}, {m['hi']:{sign}.1f}]"
+            + (f" ({m['floor']:.1f})" if m["floor"] is not None else ""))
 
 
 def _short_e(x: float) -> str:
